@@ -1,0 +1,98 @@
+# Locates LibTorch and decides whether the CUDA kernels are built.
+#
+# Order: CMAKE_PREFIX_PATH / Torch_DIR set by the user, then the `torch` wheel of the project's virtual
+# environment (.venv) or of CABERT_PYTHON, located with torch.utils.cmake_prefix_path.
+#
+# A CUDA-enabled LibTorch (the PyPI wheel) makes find_package(Torch) require a CUDA toolkit at configure
+# time. Where none is installed, or with -DCABERT_CUDA=OFF, we import only the CPU libraries of that same
+# LibTorch (libtorch_cpu + libc10): the binary then runs on CPU and says "built without CUDA" if asked
+# for a GPU.
+
+if(NOT DEFINED CABERT_PYTHON)
+  if(EXISTS "${CMAKE_SOURCE_DIR}/.venv/bin/python")
+    set(CABERT_PYTHON "${CMAKE_SOURCE_DIR}/.venv/bin/python")
+  else()
+    find_program(CABERT_PYTHON NAMES python3 python)
+  endif()
+endif()
+
+find_path(_cabert_torch_config TorchConfig.cmake PATH_SUFFIXES share/cmake/Torch lib/cmake/Torch)
+set(_cabert_torch_prefix "")
+if(_cabert_torch_config)
+  get_filename_component(_cabert_torch_prefix "${_cabert_torch_config}/../../.." ABSOLUTE)
+elseif(DEFINED Torch_DIR AND EXISTS "${Torch_DIR}/TorchConfig.cmake")
+  get_filename_component(_cabert_torch_prefix "${Torch_DIR}/../../.." ABSOLUTE)
+elseif(CABERT_PYTHON)
+  execute_process(
+    COMMAND "${CABERT_PYTHON}" -c "import torch, os; print(os.path.dirname(torch.__file__))"
+    OUTPUT_VARIABLE _cabert_torch_prefix OUTPUT_STRIP_TRAILING_WHITESPACE
+    ERROR_QUIET RESULT_VARIABLE _cabert_py_rc)
+  if(NOT _cabert_py_rc EQUAL 0)
+    set(_cabert_torch_prefix "")
+  endif()
+endif()
+if(NOT _cabert_torch_prefix OR NOT EXISTS "${_cabert_torch_prefix}/share/cmake/Torch/TorchConfig.cmake")
+  message(FATAL_ERROR "LibTorch not found: install the `torch` wheel into .venv (scripts/setup.sh does), "
+                      "or pass -DCMAKE_PREFIX_PATH=<libtorch>")
+endif()
+message(STATUS "cabert: LibTorch at ${_cabert_torch_prefix}")
+
+set(_cabert_torch_has_cuda OFF)
+if(EXISTS "${_cabert_torch_prefix}/lib/libtorch_cuda.so")
+  set(_cabert_torch_has_cuda ON)
+endif()
+
+set(CABERT_WITH_CUDA OFF)
+if(NOT CABERT_CUDA STREQUAL "OFF" AND _cabert_torch_has_cuda)
+  include(CheckLanguage)
+  if(NOT CMAKE_CUDA_COMPILER AND EXISTS "/usr/local/cuda/bin/nvcc")
+    set(CMAKE_CUDA_COMPILER "/usr/local/cuda/bin/nvcc")
+  endif()
+  check_language(CUDA)
+  if(CMAKE_CUDA_COMPILER)
+    set(CABERT_WITH_CUDA ON)
+  endif()
+endif()
+if(CABERT_CUDA STREQUAL "ON" AND NOT CABERT_WITH_CUDA)
+  message(FATAL_ERROR "CABERT_CUDA=ON but no CUDA compiler or no CUDA-enabled LibTorch was found")
+endif()
+
+add_library(cabert_torch INTERFACE)
+add_library(cabert::torch ALIAS cabert_torch)
+
+if(CABERT_WITH_CUDA OR NOT _cabert_torch_has_cuda)
+  if(CABERT_WITH_CUDA)
+    if(NOT DEFINED TORCH_CUDA_ARCH_LIST)
+      set(TORCH_CUDA_ARCH_LIST "7.0;8.0;8.6;8.9;9.0" CACHE STRING "CUDA architectures for cabert kernels")
+    endif()
+    enable_language(CUDA)
+  endif()
+  list(APPEND CMAKE_PREFIX_PATH "${_cabert_torch_prefix}/share/cmake")
+  find_package(Torch REQUIRED CONFIG)
+  target_link_libraries(cabert_torch INTERFACE ${TORCH_LIBRARIES})
+  target_include_directories(cabert_torch SYSTEM INTERFACE ${TORCH_INCLUDE_DIRS})
+  separate_arguments(_cabert_torch_flags UNIX_COMMAND "${TORCH_CXX_FLAGS}")
+  target_compile_options(cabert_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:${_cabert_torch_flags}>)
+  # The wheel's libtorch_cuda finds its CUDA libraries through its own RPATH at run time; the linker needs
+  # to be told where they are so that it does not pick an older system copy (e.g. NCCL in /usr/local/cuda).
+  file(GLOB _cabert_nvidia_dirs LIST_DIRECTORIES true "${_cabert_torch_prefix}/../nvidia/*/lib")
+  foreach(_dir IN LISTS _cabert_nvidia_dirs)
+    target_link_options(cabert_torch INTERFACE "LINKER:-rpath-link,${_dir}")
+  endforeach()
+else()
+  message(STATUS "cabert: CUDA-enabled LibTorch without a CUDA toolkit (or CABERT_CUDA=OFF): "
+                 "linking its CPU libraries only")
+  find_library(_cabert_torch_cpu torch_cpu PATHS "${_cabert_torch_prefix}/lib" NO_DEFAULT_PATH REQUIRED)
+  find_library(_cabert_c10 c10 PATHS "${_cabert_torch_prefix}/lib" NO_DEFAULT_PATH REQUIRED)
+  target_link_libraries(cabert_torch INTERFACE "${_cabert_torch_cpu}" "${_cabert_c10}" Threads::Threads)
+  target_include_directories(cabert_torch SYSTEM INTERFACE
+    "${_cabert_torch_prefix}/include" "${_cabert_torch_prefix}/include/torch/csrc/api/include")
+  target_compile_options(cabert_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-D_GLIBCXX_USE_CXX11_ABI=1>)
+  set_property(TARGET cabert_torch APPEND PROPERTY INTERFACE_LINK_DIRECTORIES "${_cabert_torch_prefix}/lib")
+  target_link_options(cabert_torch INTERFACE "LINKER:-rpath,${_cabert_torch_prefix}/lib")
+endif()
+
+if(CABERT_WITH_CUDA)
+  target_compile_definitions(cabert_torch INTERFACE CABERT_WITH_CUDA=1)
+endif()
+message(STATUS "cabert: CUDA kernels ${CABERT_WITH_CUDA}")

@@ -1,0 +1,34 @@
+// Every subcommand registers itself on the root CLI11 app through add_<name>() and runs through a
+// callback; cmd/main.cc is the only place that catches exceptions and maps them to exit codes.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace cabert::cmd {
+
+struct GlobalOptions {
+  int threads = 0;  // 0 = all cores
+  uint64_t seed = 42;
+  std::string log_level = "info";
+  bool quiet = false;
+};
+
+GlobalOptions& global_options();
+
+void add_tokenize(CLI::App& app);
+void add_build_corpus(CLI::App& app);
+void add_pretrain(CLI::App& app);
+void add_finetune(CLI::App& app);
+void add_evaluate(CLI::App& app);
+void add_export(CLI::App& app);
+void add_bench(CLI::App& app);
+void add_inspect(CLI::App& app);
+
+// Records the resolved options of `command` in the run context, for the headers of output files.
+void record_options(const CLI::App& command);
+
+}  // namespace cabert::cmd

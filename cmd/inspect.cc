@@ -1,0 +1,125 @@
+// cabert inspect FILE [--json] [--limit N]: any cabert file's header, records and a summary.
+#include <google/protobuf/descriptor.h>
+#include <google/protobuf/dynamic_message.h>
+#include <google/protobuf/text_format.h>
+#include <google/protobuf/util/json_util.h>
+
+#include <iostream>
+#include <map>
+
+#include "cmd/commands.h"
+#include "lib/core/errors.h"
+#include "lib/io/record_file.h"
+#include "lib/io/record_types.h"
+
+namespace cabert::cmd {
+namespace {
+
+struct InspectFlags {
+  std::string input;
+  bool json = false;
+  int64_t limit = 5;
+};
+
+std::string to_json(const google::protobuf::Message& message) {
+  std::string out;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) throw Error(str("JSON conversion failed: ", status.ToString()));
+  return out;
+}
+
+// Length of the first repeated integer field ("ids", "token_ids"): what the histogram counts.
+int token_count(const google::protobuf::Message& record) {
+  const auto* descriptor = record.GetDescriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    if (field->is_repeated() && (field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT32 ||
+                                 field->cpp_type() == google::protobuf::FieldDescriptor::CPPTYPE_INT64)) {
+      return record.GetReflection()->FieldSize(record, field);
+    }
+  }
+  return -1;
+}
+
+void run_inspect(const InspectFlags& flags) {
+  io::RecordReader reader(flags.input);
+  const auto& header = reader.header();
+  const io::RecordType* type = io::find_record_type(header.message_type());
+  std::unique_ptr<google::protobuf::Message> record;
+  if (type) record.reset(google::protobuf::MessageFactory::generated_factory()->GetPrototype(type->descriptor)->New());
+
+  if (flags.json) {
+    std::cout << "{\"header\":" << to_json(header) << "}\n";
+  } else {
+    std::string text;
+    google::protobuf::TextFormat::PrintToString(header, &text);
+    std::cout << "# " << reader.name() << ": " << io::describe_record_type(header.message_type()) << "\n"
+              << text;
+  }
+  uint64_t records = 0, tokens = 0, bytes = 0;
+  int max_length = 0;
+  std::map<int, uint64_t> histogram;  // bucket lower bound -> count
+  std::string raw;
+  while (reader.next_bytes(&raw)) {
+    ++records;
+    bytes += raw.size();
+    if (!record) continue;
+    if (!record->ParseFromString(raw)) {
+      throw DataError(str(reader.name(), ": record ", records, " is not a valid ", header.message_type()));
+    }
+    int length = token_count(*record);
+    if (length >= 0) {
+      tokens += static_cast<uint64_t>(length);
+      max_length = std::max(max_length, length);
+      int bucket = 1;
+      while (bucket * 2 <= length) bucket *= 2;
+      ++histogram[length == 0 ? 0 : bucket];
+    }
+    if (flags.limit < 0 || static_cast<int64_t>(records) <= flags.limit) {
+      if (flags.json) {
+        std::cout << to_json(*record) << "\n";
+      } else {
+        std::string text;
+        google::protobuf::TextFormat::Printer printer;
+        printer.SetSingleLineMode(true);
+        printer.PrintToString(*record, &text);
+        std::cout << "record " << records << ": " << text << "\n";
+      }
+    }
+  }
+  if (flags.json) {
+    std::cout << "{\"summary\":{\"records\":" << records << ",\"tokens\":" << tokens << ",\"record_bytes\":" << bytes
+              << ",\"max_length\":" << max_length << ",\"length_histogram\":{";
+    bool first = true;
+    for (const auto& [bucket, count] : histogram) {
+      std::cout << (first ? "" : ",") << "\"" << bucket << "\":" << count;
+      first = false;
+    }
+    std::cout << "}}}\n";
+    return;
+  }
+  std::cout << "# summary: " << records << " records, " << tokens << " tokens, " << bytes
+            << " record bytes, longest " << max_length << "\n";
+  if (!histogram.empty()) {
+    std::cout << "# length histogram (tokens: records)\n";
+    for (const auto& [bucket, count] : histogram) {
+      std::cout << "#   " << (bucket == 0 ? std::string("0") : str(bucket, "-", bucket * 2 - 1)) << ": " << count
+                << "\n";
+    }
+  }
+}
+
+}  // namespace
+
+void add_inspect(CLI::App& app) {
+  auto flags = std::make_shared<InspectFlags>();
+  CLI::App* inspect = app.add_subcommand("inspect", "Print any cabert file's header, records and a summary");
+  inspect->add_option("file", flags->input, "A cabert file ('-' = stdin)")->required();
+  inspect->add_flag("--json", flags->json, "JSON lines: header, records, summary");
+  inspect->add_option("--limit", flags->limit, "Records to print (-1 = all)")->capture_default_str();
+  inspect->callback([flags] { run_inspect(*flags); });
+}
+
+}  // namespace cabert::cmd

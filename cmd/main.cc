@@ -1,0 +1,108 @@
+// The cabert binary: CLI11 root, global flags, and the one place where exceptions become exit codes
+// (0 ok, 1 runtime error, 2 usage error, 3 bad input data, 128+signal after a graceful save).
+#include <ATen/Parallel.h>
+
+#include <exception>
+#include <iostream>
+#include <thread>
+
+#include "cmd/commands.h"
+#include "kernels/build_info.h"
+#include "lib/core/errors.h"
+#include "lib/core/interrupt.h"
+#include "lib/core/log.h"
+#include "lib/core/run_context.h"
+
+namespace cabert::cmd {
+
+GlobalOptions& global_options() {
+  static GlobalOptions options;
+  return options;
+}
+
+void record_options(const CLI::App& command) {
+  auto& options = run_context().options;
+  for (const CLI::Option* option : command.get_options()) {
+    if (option->get_name() == "--help" || option->get_name() == "-h") continue;
+    std::string value;
+    if (option->count() > 0) {
+      for (const auto& result : option->results()) value += (value.empty() ? "" : ",") + result;
+    } else {
+      value = option->get_default_str();
+    }
+    std::string name = option->get_name(false, true);
+    while (!name.empty() && name.front() == '-') name.erase(0, 1);
+    options[name] = value;
+  }
+}
+
+namespace {
+
+void apply_global_options() {
+  auto& global = global_options();
+  set_log_level(parse_log_level(global.log_level));
+  set_quiet(global.quiet);
+  if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
+  int threads = global.threads > 0 ? global.threads : static_cast<int>(std::thread::hardware_concurrency());
+  at::set_num_threads(std::max(threads, 1));
+  auto& options = run_context().options;
+  options["threads"] = std::to_string(std::max(threads, 1));
+  options["seed"] = std::to_string(global.seed);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"cabert: convolutions inside pre-trained language models (Chang et al. 2021, Wu et al. 2019, "
+               "Jiang et al. 2020, Tay et al. 2021)"};
+  app.require_subcommand(1);
+  app.fallthrough();
+  app.set_version_flag("--version", std::string("cabert ") + cabert_version());
+  auto& global = global_options();
+  app.add_option("--threads", global.threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
+  app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();
+  app.add_flag("-q,--quiet", global.quiet, "No progress lines or info messages");
+  app.footer("Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 bad input data, 128+N after signal N.\n" +
+             kernels::describe_build());
+
+  add_tokenize(app);
+  add_build_corpus(app);
+  add_pretrain(app);
+  add_finetune(app);
+  add_evaluate(app);
+  add_export(app);
+  add_bench(app);
+  add_inspect(app);
+  for (CLI::App* sub : app.get_subcommands({})) {
+    sub->fallthrough();
+    for (CLI::App* nested : sub->get_subcommands({})) nested->fallthrough();
+  }
+  app.parse_complete_callback(apply_global_options);
+
+  for (int i = 0; i < argc; ++i) run_context().argv.emplace_back(argv[i]);
+  install_interrupt_handlers();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& error) {
+    int code = app.exit(error);
+    return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace cabert::cmd
+
+int main(int argc, char** argv) {
+  try {
+    return cabert::cmd::run(argc, argv);
+  } catch (const cabert::Error& error) {
+    std::cerr << "cabert: error: " << error.what() << std::endl;
+    return error.exit_code();
+  } catch (const c10::Error& error) {
+    std::cerr << "cabert: error: " << error.what_without_backtrace() << std::endl;
+    return static_cast<int>(cabert::ExitCode::kRuntime);
+  } catch (const std::exception& error) {
+    std::cerr << "cabert: error: " << error.what() << std::endl;
+    return static_cast<int>(cabert::ExitCode::kRuntime);
+  }
+}

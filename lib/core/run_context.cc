@@ -1,0 +1,12 @@
+#include "lib/core/run_context.h"
+
+namespace cabert {
+
+RunContext& run_context() {
+  static RunContext context;
+  return context;
+}
+
+const char* cabert_version() { return CABERT_VERSION_STRING; }
+
+}  // namespace cabert

@@ -1,0 +1,35 @@
+// `cabert build-corpus`: sentences (raw text, tokenized on the fly, or token records from `tokenize
+// encode`) -> packed pre-training examples, shuffled with the seed through a bounded buffer and spread
+// over shards. Masking is not baked in: pre-training draws it at training time.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "lib/text/text_source.h"
+
+namespace cabert::data {
+
+struct CorpusOptions {
+  std::vector<std::string> inputs;  // text files or token-record files; "-" = stdin (either kind)
+  text::TextFormat input_format = text::TextFormat::kLines;
+  std::string tokenizer_model;  // required for text inputs
+  std::string output;           // a file, or with shards > 1 the prefix of OUT-0000i-of-0000N
+  int max_length = 128;
+  int shards = 1;
+  size_t shuffle_buffer = 100000;
+  uint64_t seed = 42;
+};
+
+struct CorpusStats {
+  uint64_t documents = 0, sentences = 0, examples = 0, tokens = 0, truncated_sentences = 0;
+  std::vector<std::string> outputs;
+};
+
+CorpusStats build_corpus(const CorpusOptions& options);
+
+// OUT when shards == 1, else OUT-0000i-of-0000N.
+std::string shard_path(const std::string& output, int shard, int shards);
+
+}  // namespace cabert::data

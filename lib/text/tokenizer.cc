@@ -1,0 +1,163 @@
+#include "lib/text/tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <cstdio>
+#include <sstream>
+
+#include "lib/core/errors.h"
+#include "lib/core/files.h"
+#include "lib/core/interrupt.h"
+#include "lib/core/log.h"
+#include "lib/core/progress.h"
+
+namespace cabert::text {
+namespace {
+
+const char* const kSpecialPieces[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
+std::string sentinel_piece(int index) { return str("<extra_id_", index, ">"); }
+
+// Feeds SentencePiece's trainer from our readers (BOM, CRLF, Gutenberg markers, stdin), skipping
+// document boundaries.
+class SentenceFeeder : public sentencepiece::SentenceIterator {
+ public:
+  SentenceFeeder(const TokenizerTrainOptions& options)
+      : source_(options.inputs, options.input_format), progress_("tokenize train: reading", "bytes") {
+    advance();
+  }
+  bool done() const override { return done_; }
+  void Next() override { advance(); }
+  const std::string& value() const override { return current_.text; }
+  sentencepiece::util::Status status() const override { return {}; }
+  uint64_t count() const { return count_; }
+  void finish() { progress_.finish(str(count_, " sentences")); }
+
+ private:
+  void advance() {
+    throw_if_interrupted();
+    do {
+      if (!source_.next(&current_)) {
+        done_ = true;
+        return;
+      }
+    } while (current_.document_end);
+    ++count_;
+    progress_.update(source_.bytes_read());
+  }
+  SentenceSource source_;
+  Progress progress_;
+  Sentence current_;
+  bool done_ = false;
+  uint64_t count_ = 0;
+};
+
+}  // namespace
+
+std::string fnv1a64_hex(const std::string& bytes) {
+  uint64_t hash = 1469598103934665603ULL;
+  for (unsigned char byte : bytes) {
+    hash ^= byte;
+    hash *= 1099511628211ULL;
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof(buffer), "%016llx", static_cast<unsigned long long>(hash));
+  return buffer;
+}
+
+uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
+  if (options.model_prefix.empty()) throw UsageError("--model-prefix is required");
+  if (options.model_type != "unigram" && options.model_type != "bpe") {
+    throw UsageError(str("--model-type: expected unigram or bpe, got '", options.model_type, "'"));
+  }
+  int specials = 5 + options.num_sentinels;
+  if (options.vocab_size <= specials + 10) {
+    throw UsageError(str("--vocab-size ", options.vocab_size, " leaves no room next to the ", specials,
+                         " special tokens"));
+  }
+  std::string control = "[CLS],[SEP],[MASK]";
+  for (int i = 0; i < options.num_sentinels; ++i) control += "," + sentinel_piece(i);
+  std::ostringstream args;
+  args << "--model_type=" << options.model_type << " --vocab_size=" << options.vocab_size
+       << " --pad_id=0 --pad_piece=[PAD] --unk_id=1 --unk_piece=[UNK] --bos_id=-1 --eos_id=-1"
+       << " --control_symbols=" << control << " --character_coverage=" << options.character_coverage
+       << " --input_sentence_size=" << options.max_sentences << " --shuffle_input_sentence=true"
+       << " --num_threads=" << std::max(options.threads, 1) << " --random_seed=" << (options.seed & 0x7fffffff)
+       << " --normalization_rule_name=" << (options.lowercase ? "nmt_nfkc_cf" : "nmt_nfkc")
+       << " --hard_vocab_limit=false --minloglevel=2 --model_prefix=unused";
+  SentenceFeeder feeder(options);
+  std::string model;
+  auto status = sentencepiece::SentencePieceTrainer::Train(args.str(), &feeder, &model);
+  feeder.finish();
+  throw_if_interrupted();
+  if (!status.ok()) throw Error(str("SentencePiece training failed: ", status.ToString()));
+  if (feeder.count() == 0) throw DataError("tokenize train: the inputs hold no text");
+
+  sentencepiece::SentencePieceProcessor processor;
+  status = processor.LoadFromSerializedProto(model);
+  if (!status.ok()) throw Error(str("SentencePiece produced an unreadable model: ", status.ToString()));
+  std::ostringstream vocab;
+  for (int id = 0; id < processor.GetPieceSize(); ++id) {
+    vocab << processor.IdToPiece(id) << '\t' << processor.GetScore(id) << '\n';
+  }
+  write_file_atomically(options.model_prefix + ".model", model);
+  write_file_atomically(options.model_prefix + ".vocab", vocab.str());
+  log_info("tokenize train: ", processor.GetPieceSize(), " pieces from ", feeder.count(), " sentences -> ",
+           options.model_prefix, ".model");
+  return feeder.count();
+}
+
+Tokenizer::Tokenizer(const std::string& model_path)
+    : path_(model_path), processor_(std::make_unique<sentencepiece::SentencePieceProcessor>()) {
+  std::string bytes = read_file(model_path);
+  auto status = processor_->LoadFromSerializedProto(bytes);
+  if (!status.ok()) {
+    throw DataError(str(model_path, ": not a SentencePiece model (", status.ToString(), ")"));
+  }
+  for (int id = 0; id < 5; ++id) {
+    if (id >= processor_->GetPieceSize() || processor_->IdToPiece(id) != kSpecialPieces[id]) {
+      throw DataError(str(model_path, ": expected special token ", kSpecialPieces[id], " at id ", id,
+                          "; train the tokenizer with `cabert tokenize train`"));
+    }
+  }
+  while (SpecialTokens::kFirstSentinel + num_sentinels_ < processor_->GetPieceSize() &&
+         processor_->IdToPiece(SpecialTokens::kFirstSentinel + num_sentinels_) == sentinel_piece(num_sentinels_)) {
+    ++num_sentinels_;
+  }
+  checksum_ = fnv1a64_hex(bytes);
+}
+
+Tokenizer::~Tokenizer() = default;
+
+std::vector<int> Tokenizer::encode(const std::string& text) const {
+  std::vector<int> ids;
+  auto status = processor_->Encode(text, &ids);
+  if (!status.ok()) throw Error(str("SentencePiece encode failed: ", status.ToString()));
+  return ids;
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  for (int id : ids) {
+    if (id < 0 || id >= vocab_size()) {
+      throw DataError(str("token id ", id, " is outside the vocabulary of ", path_, " (size ", vocab_size(), ")"));
+    }
+  }
+  std::string text;
+  auto status = processor_->Decode(ids, &text);
+  if (!status.ok()) throw Error(str("SentencePiece decode failed: ", status.ToString()));
+  return text;
+}
+
+int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
+
+std::string Tokenizer::id_to_piece(int id) const { return processor_->IdToPiece(id); }
+
+int Tokenizer::sentinel_id(int index) const {
+  if (index < 0 || index >= num_sentinels_) {
+    throw Error(str("sentinel ", index, " requested; ", path_, " has ", num_sentinels_));
+  }
+  return SpecialTokens::kFirstSentinel + index;
+}
+
+}  // namespace cabert::text

@@ -1,0 +1,70 @@
+#include "tests/test_paths.h"
+
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace cabert::testing {
+namespace fs = std::filesystem;
+
+std::string source_dir() { return CABERT_SOURCE_DIR; }
+std::string cabert_binary() { return CABERT_BINARY; }
+
+std::string shared_data_dir() {
+  const char* env = std::getenv("CABERT_SHARED_DATA");
+  std::string dir = env && *env ? env : source_dir() + "/../shared/data";
+  std::error_code ec;
+  return fs::is_directory(dir + "/glue", ec) ? dir : "";
+}
+
+std::string temp_dir() {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "cabert";
+  for (auto& c : name) {
+    if (c == '/') c = '_';
+  }
+  fs::path dir = fs::temp_directory_path() / ("cabert_test_" + std::to_string(getpid())) / name;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  static struct Cleanup {
+    ~Cleanup() {
+      std::error_code ec;
+      fs::remove_all(fs::temp_directory_path() / ("cabert_test_" + std::to_string(getpid())), ec);
+    }
+  } cleanup;
+  return dir.string();
+}
+
+CommandResult run_command(const std::string& command) {
+  std::string dir = temp_dir() + "/.command";
+  fs::create_directories(dir);
+  std::string out = dir + "/out", err = dir + "/err";
+  std::string full = "( " + command + " ) >" + out + " 2>" + err;
+  int status = std::system(full.c_str());
+  CommandResult result;
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  result.out = read_text(out);
+  result.err = read_text(err);
+  return result;
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::ofstream file(path, std::ios::binary);
+  file << text;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream file(path, std::ios::binary);
+  std::ostringstream buffer;
+  buffer << file.rdbuf();
+  return buffer.str();
+}
+
+}  // namespace cabert::testing

@@ -1,0 +1,30 @@
+// Paths and helpers shared by the tests.
+#pragma once
+
+#include <string>
+
+namespace cabert::testing {
+
+// ../shared/data (or $CABERT_SHARED_DATA) when present, else "" (tests that need it skip).
+std::string shared_data_dir();
+// A fresh empty directory for the current test, removed at exit.
+std::string temp_dir();
+// The project's source tree and the built cabert binary.
+std::string source_dir();
+std::string cabert_binary();
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out, err;
+};
+// Runs `command` with /bin/sh, capturing stdout and stderr.
+CommandResult run_command(const std::string& command);
+
+void write_text(const std::string& path, const std::string& text);
+std::string read_text(const std::string& path);
+
+}  // namespace cabert::testing
+
+#define CABERT_REQUIRE_SHARED_DATA(dir)                                          \
+  std::string dir = ::cabert::testing::shared_data_dir();                        \
+  if (dir.empty()) GTEST_SKIP() << "../shared/data is absent (user clone): skipped"

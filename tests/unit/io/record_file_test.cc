@@ -1,0 +1,220 @@
+#include "lib/io/record_file.h"
+
+#include <zstd.h>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "formats/corpus.pb.h"
+#include "formats/text.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/run_context.h"
+#include "tests/test_paths.h"
+
+namespace cabert::io {
+namespace {
+
+using cabert::testing::read_text;
+using cabert::testing::temp_dir;
+using cabert::testing::write_text;
+
+pb::TokenizedText make_record(int index) {
+  pb::TokenizedText record;
+  record.set_line(index + 1);
+  for (int i = 0; i <= index % 50; ++i) record.add_ids(index * 7 + i);
+  return record;
+}
+
+// Writes `count` records with small frames so that the file has many frames.
+std::string write_records(const std::string& path, int count, size_t frame_bytes = 256) {
+  WriterOptions options;
+  options.frame_bytes = frame_bytes;
+  RecordWriter writer(path, "cabert.pb.TokenizedText", {{"tokenizer_checksum", "abc"}}, options);
+  for (int i = 0; i < count; ++i) writer.write(make_record(i));
+  writer.close();
+  return read_text(path);
+}
+
+std::string expect_data_error(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const DataError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a DataError";
+  return "";
+}
+
+void read_all(const std::string& path, std::vector<pb::TokenizedText>* out = nullptr) {
+  RecordReader reader(path);
+  reader.expect("cabert.pb.TokenizedText");
+  pb::TokenizedText record;
+  while (reader.next(&record)) {
+    if (out) out->push_back(record);
+  }
+}
+
+TEST(RecordFile, RoundTripKeepsRecordsHeaderAndCounts) {
+  std::string path = temp_dir() + "/tokens.cbr";
+  run_context().argv = {"cabert", "tokenize", "encode"};
+  run_context().options = {{"model", "m.model"}};
+  write_records(path, 1000);
+  std::vector<pb::TokenizedText> records;
+  RecordReader reader(path);
+  EXPECT_EQ(reader.header().message_type(), "cabert.pb.TokenizedText");
+  EXPECT_EQ(reader.header().schema_version(), 1u);
+  EXPECT_EQ(reader.header().argv_size(), 3);
+  EXPECT_EQ(reader.header().options().at("model"), "m.model");
+  EXPECT_EQ(reader.header().metadata().at("tokenizer_checksum"), "abc");
+  pb::TokenizedText record;
+  while (reader.next(&record)) records.push_back(record);
+  ASSERT_EQ(records.size(), 1000u);
+  for (int i = 0; i < 1000; ++i) {
+    ASSERT_EQ(records[i].SerializeAsString(), make_record(i).SerializeAsString()) << "record " << i;
+  }
+  EXPECT_EQ(reader.footer().record_count(), 1000u);
+  EXPECT_GT(reader.footer().frame_count(), 10u);
+}
+
+TEST(RecordFile, EmptyFileWithNoRecordsIsValid) {
+  std::string path = temp_dir() + "/empty.cbr";
+  write_records(path, 0);
+  std::vector<pb::TokenizedText> records;
+  read_all(path, &records);
+  EXPECT_TRUE(records.empty());
+}
+
+TEST(RecordFile, DisjointFrameSelectionsPartitionTheRecords) {
+  std::string path = temp_dir() + "/tokens.cbr";
+  write_records(path, 500);
+  std::vector<uint64_t> seen;
+  for (uint32_t phase = 0; phase < 3; ++phase) {
+    RecordReader reader(path);
+    reader.select_frames(phase, 3);
+    pb::TokenizedText record;
+    while (reader.next(&record)) seen.push_back(record.line());
+  }
+  std::sort(seen.begin(), seen.end());
+  ASSERT_EQ(seen.size(), 500u);
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], i + 1);
+}
+
+TEST(RecordFile, EveryTruncationIsReportedWithNameAndOffset) {
+  std::string dir = temp_dir();
+  std::string bytes = write_records(dir + "/full.cbr", 300);
+  // Every cut point: inside the magic, a marker, a frame, and exactly at frame boundaries.
+  for (size_t cut = 1; cut < bytes.size(); cut += 7) {
+    std::string path = dir + "/cut.cbr";
+    write_text(path, bytes.substr(0, cut));
+    std::string message = expect_data_error([&] { read_all(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    bool named = message.find("truncated") != std::string::npos || message.find("not a cabert") != std::string::npos;
+    EXPECT_TRUE(named) << "cut at " << cut << ": " << message;
+  }
+  // Cut exactly before the footer: a clean frame boundary that must still be reported.
+  std::string path = dir + "/no_footer.cbr";
+  size_t footer_marker = bytes.rfind(std::string("\x5B\x2A\x4D\x18", 4));
+  write_text(path, bytes.substr(0, footer_marker));
+  std::string message = expect_data_error([&] { read_all(path); });
+  EXPECT_NE(message.find("without the end-of-file frame"), std::string::npos) << message;
+  EXPECT_NE(message.find(std::to_string(footer_marker)), std::string::npos) << message;
+}
+
+TEST(RecordFile, CorruptedBytesAreDetected) {
+  std::string dir = temp_dir();
+  std::string bytes = write_records(dir + "/full.cbr", 300, 1 << 20);
+  int detected = 0, total = 0;
+  for (size_t position = 16; position < bytes.size(); position += 13) {
+    std::string corrupted = bytes;
+    corrupted[position] = static_cast<char>(corrupted[position] ^ 0x5a);
+    std::string path = dir + "/bad.cbr";
+    write_text(path, corrupted);
+    ++total;
+    try {
+      read_all(path);
+      ADD_FAILURE() << "flip at byte " << position << " of " << bytes.size() << " went unnoticed";
+    } catch (const DataError& error) {
+      ++detected;
+      EXPECT_NE(std::string(error.what()).find("byte offset"), std::string::npos) << error.what();
+    }
+  }
+  EXPECT_EQ(detected, total) << "every flipped byte must be caught (zstd checksums + markers)";
+}
+
+TEST(RecordFile, WrongTypeIsRefusedWithAReadableSentence) {
+  std::string path = temp_dir() + "/tokens.cbr";
+  write_records(path, 3);
+  RecordReader reader(path);
+  try {
+    reader.expect("cabert.pb.PretrainingExample");
+    FAIL() << "expected a DataError";
+  } catch (const DataError& error) {
+    EXPECT_EQ(std::string(error.what()), path + ": expected pretraining examples, got tokenized text");
+  }
+}
+
+TEST(RecordFile, NewerSchemaVersionIsRefused) {
+  std::string path = temp_dir() + "/tokens.cbr";
+  write_records(path, 3);
+  RecordReader original(path);
+  pb::Header header = original.header();
+  header.set_schema_version(99);
+  // The writer always writes the registered version: re-compress the header frame with version 99.
+  std::string text = read_text(path);
+  std::string magic = text.substr(0, kMagicSize);
+  std::string rest = text.substr(kMagicSize);
+  uint64_t compressed_size = 0;
+  for (int i = 7; i >= 0; --i) compressed_size = (compressed_size << 8) | static_cast<unsigned char>(rest[16 + i]);
+  std::string after_header = rest.substr(32 + compressed_size);
+  std::string serialized = header.SerializeAsString();
+  std::string compressed(ZSTD_compressBound(serialized.size()), '\0');
+  ZSTD_CCtx* context = ZSTD_createCCtx();
+  ZSTD_CCtx_setParameter(context, ZSTD_c_checksumFlag, 1);
+  size_t size = ZSTD_compress2(context, compressed.data(), compressed.size(), serialized.data(), serialized.size());
+  ZSTD_freeCCtx(context);
+  std::string marker = rest.substr(0, 32);
+  for (int i = 0; i < 8; ++i) marker[16 + i] = static_cast<char>((size >> (8 * i)) & 0xff);
+  for (int i = 0; i < 8; ++i) marker[24 + i] = static_cast<char>((serialized.size() >> (8 * i)) & 0xff);
+  write_text(path, magic + marker + compressed.substr(0, size) + after_header);
+  RecordReader reader(path);
+  std::string message = expect_data_error([&] { reader.expect("cabert.pb.TokenizedText"); });
+  EXPECT_NE(message.find("schema version 99"), std::string::npos) << message;
+  EXPECT_NE(message.find("reads up to version 1"), std::string::npos) << message;
+}
+
+TEST(RecordFile, PlainTextIsNotARecordFile) {
+  std::string path = temp_dir() + "/text.txt";
+  write_text(path, "hello world\nthis is text\n");
+  std::string message = expect_data_error([&] { RecordReader reader(path); });
+  EXPECT_EQ(message, path + ": at byte offset 0: not a cabert record file (no cabert magic)");
+}
+
+TEST(RecordFile, InterruptedWriterLeavesNothingUnderTheFinalName) {
+  std::string dir = temp_dir();
+  std::string path = dir + "/out.cbr";
+  {
+    RecordWriter writer(path, "cabert.pb.TokenizedText");
+    writer.write(make_record(1));
+    // destroyed without close(): as when an exception unwinds
+  }
+  EXPECT_FALSE(std::filesystem::exists(path));
+  EXPECT_TRUE(std::filesystem::is_empty(dir));
+}
+
+TEST(RecordFile, ReadsFromAStreamWithASniffedPrefix) {
+  std::string path = temp_dir() + "/tokens.cbr";
+  std::string bytes = write_records(path, 20);
+  auto stream = std::make_unique<std::istringstream>(bytes.substr(kMagicSize));
+  ASSERT_TRUE(starts_with_record_magic(bytes.substr(0, kMagicSize)));
+  RecordReader reader("<pipe>", prepend(bytes.substr(0, kMagicSize), std::move(stream)));
+  pb::TokenizedText record;
+  int count = 0;
+  while (reader.next(&record)) ++count;
+  EXPECT_EQ(count, 20);
+}
+
+}  // namespace
+}  // namespace cabert::io
