@@ -2,6 +2,7 @@
 
 #include "formats/corpus.pb.h"
 #include "formats/header.pb.h"
+#include "formats/task.pb.h"
 #include "formats/text.pb.h"
 #include "lib/core/errors.h"
 
@@ -11,6 +12,7 @@ const std::vector<RecordType>& all_record_types() {
   static const std::vector<RecordType> types = {
       {"cabert.pb.TokenizedText", "tokenized text", 1, pb::TokenizedText::descriptor()},
       {"cabert.pb.PretrainingExample", "pretraining examples", 1, pb::PretrainingExample::descriptor()},
+      {"cabert.pb.TaskMetrics", "task metrics", 1, pb::TaskMetrics::descriptor()},
   };
   return types;
 }

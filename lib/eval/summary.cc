@@ -1,0 +1,167 @@
+#include "lib/eval/summary.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/errors.h"
+#include "lib/eval/metrics.h"
+#include "lib/eval/task_score.h"
+
+namespace cabert::eval {
+
+SummaryFormat parse_summary_format(const std::string& name) {
+  if (name == "markdown" || name == "md") return SummaryFormat::kMarkdown;
+  if (name == "tsv") return SummaryFormat::kTsv;
+  if (name == "json") return SummaryFormat::kJson;
+  throw UsageError(str("--format: expected markdown, tsv or json, got '", name, "'"));
+}
+
+RunAggregate parse_run_aggregate(const std::string& name) {
+  if (name == "mean") return RunAggregate::kMean;
+  if (name == "best") return RunAggregate::kBest;
+  throw UsageError(str("--aggregate: expected mean or best, got '", name, "'"));
+}
+
+namespace {
+
+SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggregate aggregate) {
+  SummaryCell cell;
+  cell.runs = records.size();
+  if (aggregate == RunAggregate::kBest) {
+    const pb::TaskMetrics* best = records.front();
+    for (const auto* record : records) {
+      if (record->score() > best->score()) best = record;
+    }
+    cell.score = best->score();
+    cell.metrics.insert(best->metrics().begin(), best->metrics().end());
+    return cell;
+  }
+  std::vector<double> scores;
+  std::map<std::string, std::vector<double>> values;
+  for (const auto* record : records) {
+    scores.push_back(record->score());
+    for (const auto& [name, value] : record->metrics()) values[name].push_back(value);
+  }
+  MeanSem score = mean_and_sem(scores);
+  cell.score = score.mean;
+  cell.sem = score.sem;
+  for (const auto& [name, series] : values) cell.metrics[name] = mean_and_sem(series).mean;
+  return cell;
+}
+
+std::string fixed(double value, int decimals) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  return buffer;
+}
+
+std::string cell_text(const SummaryCell& cell, const SummaryOptions& options, const char* plus_minus) {
+  std::string text = fixed(cell.score, options.decimals);
+  if (cell.runs > 1 && options.aggregate == RunAggregate::kMean) {
+    text += str(plus_minus, fixed(cell.sem, options.decimals));
+  }
+  return text;
+}
+
+}  // namespace
+
+SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const SummaryOptions& options) {
+  SummaryTable table;
+  std::map<std::string, std::map<std::string, std::vector<const pb::TaskMetrics*>>> grouped;
+  std::set<std::string> tasks;
+  for (const auto& record : records) {
+    if (record.kind() == pb::TaskMetrics::EPOCH) continue;
+    if (grouped.count(record.model()) == 0) table.models.push_back(record.model());
+    grouped[record.model()][record.task()].push_back(&record);
+    tasks.insert(record.task());
+  }
+  for (const auto& task : glue_table_tasks()) {
+    if (tasks.erase(task)) table.tasks.push_back(task);
+  }
+  table.tasks.insert(table.tasks.end(), tasks.begin(), tasks.end());
+  for (const auto& [model, by_task] : grouped) {
+    std::map<std::string, double> scores;
+    for (const auto& [task, task_records] : by_task) {
+      SummaryCell cell = combine(task_records, options.aggregate);
+      scores[task] = cell.score;
+      table.cells[model][task] = std::move(cell);
+    }
+    GlueScore glue = glue_score(scores, options.glue_with_wnli);
+    if (!glue.tasks.empty()) {
+      table.glue[model] = glue.score;
+      table.glue_tasks[model] = glue.tasks;
+    }
+  }
+  return table;
+}
+
+std::string render_summary(const SummaryTable& table, SummaryFormat format, const SummaryOptions& options) {
+  bool any_glue = !table.glue.empty();
+  if (format == SummaryFormat::kJson) {
+    nlohmann::ordered_json out;
+    out["aggregate"] = options.aggregate == RunAggregate::kMean ? "mean" : "best";
+    out["tasks"] = table.tasks;
+    out["models"] = nlohmann::ordered_json::array();
+    for (const auto& model : table.models) {
+      nlohmann::ordered_json row;
+      row["model"] = model;
+      for (const auto& [task, cell] : table.cells.at(model)) {
+        nlohmann::ordered_json entry;
+        entry["score"] = cell.score;
+        entry["sem"] = cell.sem;
+        entry["runs"] = cell.runs;
+        entry["metrics"] = cell.metrics;
+        row["tasks"][task] = entry;
+      }
+      if (table.glue.count(model)) {
+        row["glue"] = table.glue.at(model);
+        row["glue_tasks"] = table.glue_tasks.at(model);
+      }
+      out["models"].push_back(row);
+    }
+    return out.dump(2) + "\n";
+  }
+  std::vector<std::string> header = {"model"};
+  header.insert(header.end(), table.tasks.begin(), table.tasks.end());
+  if (any_glue) header.push_back("GLUE");
+  std::vector<std::vector<std::string>> rows;
+  const char* plus_minus = format == SummaryFormat::kTsv ? " +- " : " ± ";
+  for (const auto& model : table.models) {
+    std::vector<std::string> row = {model};
+    const auto& cells = table.cells.at(model);
+    for (const auto& task : table.tasks) {
+      auto it = cells.find(task);
+      row.push_back(it == cells.end() ? "-" : cell_text(it->second, options, plus_minus));
+    }
+    if (any_glue) row.push_back(table.glue.count(model) ? fixed(table.glue.at(model), options.decimals) : "-");
+    rows.push_back(row);
+  }
+  std::string out;
+  if (format == SummaryFormat::kTsv) {
+    for (const auto* line : {&header}) {
+      for (size_t i = 0; i < line->size(); ++i) out += (i ? "\t" : "") + (*line)[i];
+      out += "\n";
+    }
+    for (const auto& row : rows) {
+      for (size_t i = 0; i < row.size(); ++i) out += (i ? "\t" : "") + row[i];
+      out += "\n";
+    }
+    return out;
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    out += "|";
+    for (const auto& cell : cells) out += " " + cell + " |";
+    out += "\n";
+  };
+  line(header);
+  out += "|---|";
+  for (size_t i = 1; i < header.size(); ++i) out += "---:|";
+  out += "\n";
+  for (const auto& row : rows) line(row);
+  return out;
+}
+
+}  // namespace cabert::eval

@@ -1,0 +1,83 @@
+#include "lib/eval/summary.h"
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/errors.h"
+#include "lib/eval/task_score.h"
+
+namespace cabert::eval {
+namespace {
+
+pb::TaskMetrics record(const std::string& model, const std::string& task, std::map<std::string, double> metrics,
+                       pb::TaskMetrics::Kind kind = pb::TaskMetrics::BEST_OF_RUN) {
+  pb::TaskMetrics r;
+  r.set_model(model);
+  r.set_task(task);
+  r.set_kind(kind);
+  for (const auto& [k, v] : metrics) (*r.mutable_metrics())[k] = v;
+  r.set_score(task_score(task, metrics));
+  return r;
+}
+
+TEST(TaskScore, LeaderboardRules) {
+  EXPECT_DOUBLE_EQ(task_score("CoLA", {{"mcc", 0.5}, {"accuracy", 0.8}}), 50.0);
+  EXPECT_DOUBLE_EQ(task_score("MRPC", {{"f1", 0.9}, {"accuracy", 0.8}}), 85.0);
+  EXPECT_DOUBLE_EQ(task_score("STS-B", {{"pearson", 0.8}, {"spearman", 0.7}}), 75.0);
+  EXPECT_DOUBLE_EQ(task_score("SST-2", {{"accuracy", 0.9}}), 90.0);
+  EXPECT_DOUBLE_EQ(task_score("SQuAD1.1", {{"exact", 0.7}, {"f1", 0.8}}), 80.0);
+  EXPECT_THROW(task_score("CoLA", {{"accuracy", 0.8}}), Error);
+}
+
+TEST(TaskScore, GlueScoreAveragesMnliAndSkipsWnli) {
+  // MNLI = (80 + 82) / 2 = 81; mean of CoLA 50, SST-2 90, MNLI 81 = 221 / 3.
+  std::map<std::string, double> scores = {{"CoLA", 50}, {"SST-2", 90}, {"MNLI-m", 80}, {"MNLI-mm", 82},
+                                          {"WNLI", 10}, {"imdb", 99}};
+  GlueScore glue = glue_score(scores);
+  EXPECT_NEAR(glue.score, 221.0 / 3, 1e-12);
+  EXPECT_EQ(glue.tasks, (std::vector<std::string>{"CoLA", "SST-2", "MNLI-m", "MNLI-mm"}));
+  EXPECT_NEAR(glue_score(scores, /*with_wnli=*/true).score, 231.0 / 4, 1e-12);
+}
+
+TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
+  std::vector<pb::TaskMetrics> records = {
+      record("small", "SST-2", {{"accuracy", 0.80}}),
+      record("small", "SST-2", {{"accuracy", 0.84}}),
+      record("small", "SST-2", {{"accuracy", 0.10}}, pb::TaskMetrics::EPOCH),  // ignored
+      record("small", "CoLA", {{"mcc", 0.30}}),
+      record("base", "CoLA", {{"mcc", 0.50}}),
+      record("base", "imdb", {{"accuracy", 0.70}, {"macro_f1", 0.69}}),
+  };
+  SummaryOptions options;
+  SummaryTable table = summarize(records, options);
+  EXPECT_EQ(table.models, (std::vector<std::string>{"small", "base"}));
+  EXPECT_EQ(table.tasks, (std::vector<std::string>{"CoLA", "SST-2", "imdb"}));
+  const SummaryCell& sst = table.cells["small"]["SST-2"];
+  EXPECT_EQ(sst.runs, 2u);
+  EXPECT_NEAR(sst.score, 82.0, 1e-9);
+  EXPECT_NEAR(sst.sem, 2.0, 1e-9);  // sd of {80, 84} = 2.83, / sqrt(2) = 2
+  EXPECT_NEAR(table.glue["small"], (30.0 + 82.0) / 2, 1e-9);
+  EXPECT_NEAR(table.glue["base"], 50.0, 1e-9);
+
+  EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options),
+            "| model | CoLA | SST-2 | imdb | GLUE |\n"
+            "|---|---:|---:|---:|---:|\n"
+            "| small | 30.0 | 82.0 ± 2.0 | - | 56.0 |\n"
+            "| base | 50.0 | - | 70.0 | 50.0 |\n");
+  EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options),
+            "model\tCoLA\tSST-2\timdb\tGLUE\n"
+            "small\t30.0\t82.0 +- 2.0\t-\t56.0\n"
+            "base\t50.0\t-\t70.0\t50.0\n");
+  auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
+  EXPECT_EQ(json["models"][1]["model"], "base");
+  EXPECT_NEAR(json["models"][0]["tasks"]["SST-2"]["score"].get<double>(), 82.0, 1e-9);
+  EXPECT_NEAR(json["models"][1]["tasks"]["imdb"]["metrics"]["macro_f1"].get<double>(), 0.69, 1e-9);
+
+  options.aggregate = RunAggregate::kBest;
+  SummaryTable best = summarize(records, options);
+  EXPECT_NEAR(best.cells["small"]["SST-2"].score, 84.0, 1e-9);
+}
+
+}  // namespace
+}  // namespace cabert::eval
