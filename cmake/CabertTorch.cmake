@@ -88,6 +88,11 @@ else()
   target_include_directories(cabert_torch SYSTEM INTERFACE
     "${_cabert_torch_prefix}/include" "${_cabert_torch_prefix}/include/torch/csrc/api/include")
   target_compile_options(cabert_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-D_GLIBCXX_USE_CXX11_ABI=1>)
+  # Recent LibTorch headers need C++20 (TorchConfig.cmake adds cxx_std_20 to its `torch` target); mirror it.
+  file(STRINGS "${_cabert_torch_prefix}/share/cmake/Torch/TorchConfig.cmake" _cabert_torch_cxx20 REGEX "cxx_std_20")
+  if(_cabert_torch_cxx20)
+    target_compile_features(cabert_torch INTERFACE cxx_std_20)
+  endif()
   set_property(TARGET cabert_torch APPEND PROPERTY INTERFACE_LINK_DIRECTORIES "${_cabert_torch_prefix}/lib")
   target_link_options(cabert_torch INTERFACE "LINKER:-rpath,${_cabert_torch_prefix}/lib")
 endif()

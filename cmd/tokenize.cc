@@ -55,6 +55,7 @@ void run_encode(const EncodeFlags& flags) {
       progress.update(reader.line_number());
     }
   }
+  throw_if_interrupted();
   writer.close();
   progress.update(reader.line_number());
   progress.finish(str(tokens, " tokens"));
@@ -78,6 +79,7 @@ void run_decode(const EncodeFlags& flags) {
     out.stream() << tokenizer.decode(ids) << '\n';
     if ((reader.records_read() & 1023) == 0) throw_if_interrupted();
   }
+  throw_if_interrupted();
   out.commit();
 }
 

@@ -150,6 +150,7 @@ CorpusStats build_corpus(const CorpusOptions& options) {
     bytes_before_input += source.bytes_read();
     packer.end_document();
   }
+  throw_if_interrupted();  // a signal that arrived during a blocking read must not yield a "complete" corpus
   shuffler.flush();
   open_writers();
   for (auto& writer : writers) writer->close();

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Installs what cabert needs on Debian 12 and builds it. Idempotent: every step is skipped when done.
+#   - Debian packages (apt-get; needs root or sudo) for the compiler, CMake and the C++ libraries;
+#   - LibTorch from PyPI's `torch` wheel, installed into the project's virtual environment (.venv);
+#   - a Release build in build/ (CUDA kernels when nvcc is found, CPU-only otherwise).
+# Environment: CABERT_VENV (default .venv), CABERT_BUILD_DIR (default build), CABERT_TORCH (default torch==2.15.0),
+# CABERT_JOBS (default: all cores).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+venv=${CABERT_VENV:-.venv}
+build=${CABERT_BUILD_DIR:-build}
+torch_spec=${CABERT_TORCH:-torch==2.15.0}
+jobs=${CABERT_JOBS:-$(nproc)}
+
+packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
+          libsentencepiece-dev libcli11-dev libprotobuf-dev protobuf-compiler libzstd-dev
+          libgtest-dev libgmock-dev nlohmann-json3-dev)
+missing=()
+for package in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "setup: installing Debian packages: ${missing[*]}" >&2
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$venv/bin/python" ]; then
+  echo "setup: creating the virtual environment $venv" >&2
+  python3 -m venv "$venv"
+fi
+if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
+  echo "setup: installing $torch_spec into $venv (LibTorch for C++ comes with the wheel)" >&2
+  "$venv/bin/pip" install --quiet "$torch_spec"
+fi
+
+if [ ! -f "$build/build.ninja" ]; then
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCABERT_PYTHON="$PWD/$venv/bin/python" >&2
+fi
+cmake --build "$build" -j "$jobs" >&2

@@ -1,0 +1,39 @@
+# Exit codes and messages: 2 usage, 3 bad input, 128+signal; no half-written outputs.
+source "$(dirname "$0")/lib.sh"
+expect_exit 2 "planned in issue" "$CABERT" export
+expect_exit 2 "--no-such-flag" "$CABERT" tokenize encode --no-such-flag
+expect_exit 2 "required" "$CABERT" tokenize train -i x
+expect_exit 2 "cannot open input file $work/missing.txt" "$CABERT" tokenize encode -m "$work/missing.txt"
+expect_exit 0 "" "$CABERT" --help
+for sub in tokenize build-corpus pretrain finetune evaluate export bench inspect; do
+  "$CABERT" --help | grep -q "^  $sub " || fail "$sub missing from cabert --help"
+  "$CABERT" $sub --help >/dev/null || fail "$sub --help failed"
+done
+
+# Plain text where a record file is expected.
+expect_exit 3 "$CABERT_SOURCE_DIR/tests/data/sentences.txt: at byte offset 0: not a cabert record file" \
+  "$CABERT" inspect "$CABERT_SOURCE_DIR/tests/data/sentences.txt"
+train_tokenizer
+"$CABERT" -q tokenize encode -m "$work/tok.model" -i "$sample/gutenberg/11-0.txt" -o "$work/tokens"
+size=$(stat -c %s "$work/tokens")
+head -c $((size - 20)) "$work/tokens" > "$work/truncated"
+expect_exit 3 "$work/truncated: at byte offset" "$CABERT" tokenize decode -m "$work/tok.model" -i "$work/truncated" -o "$work/out.txt"
+grep -qF "truncated file" "$work/err" || fail "truncation not named: $(cat "$work/err")"
+[ ! -e "$work/out.txt" ] || fail "a failed decode left $work/out.txt behind"
+# Wrong record type: a corpus given to decode.
+"$CABERT" -q build-corpus -i "$work/tokens" -o "$work/corpus"
+expect_exit 3 "expected tokenized text, got pretraining examples" "$CABERT" tokenize decode -m "$work/tok.model" -i "$work/corpus"
+# Another tokenizer than the one that encoded the records.
+"$CABERT" -q tokenize train -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" --vocab-size 60 --sentinels 1 --model-prefix "$work/other"
+expect_exit 3 "encoded with a different tokenizer" "$CABERT" tokenize decode -m "$work/other.model" -i "$work/tokens"
+
+# SIGTERM while build-corpus waits on a pipe: exit 143 and no output under the final name.
+( echo "One sentence."; sleep 3 ) | "$CABERT" -q build-corpus -m "$work/tok.model" -i - -o "$work/interrupted" &
+pid=$!
+sleep 1
+kill -TERM $pid 2>/dev/null || true
+code=0; wait $pid || code=$?
+[ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
+[ ! -e "$work/interrupted" ] || fail "an interrupted build-corpus left its output behind"
+ls -a "$work" | grep -q '\.tmp\.' && fail "temporary file left behind"
+echo "exit codes: ok"

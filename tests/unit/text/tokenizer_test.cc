@@ -1,0 +1,92 @@
+#include "lib/text/tokenizer.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "lib/core/errors.h"
+#include "tests/test_paths.h"
+
+namespace cabert::text {
+namespace {
+
+using cabert::testing::source_dir;
+using cabert::testing::temp_dir;
+using cabert::testing::write_text;
+
+// One small tokenizer for the whole suite: trained once on the shipped Alice sample.
+const std::string& shared_model() {
+  static std::string model = [] {
+    std::string prefix = std::filesystem::temp_directory_path() / ("cabert_tok_" + std::to_string(getpid()));
+    TokenizerTrainOptions options;
+    options.inputs = {source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
+    options.input_format = TextFormat::kGutenberg;
+    options.vocab_size = 600;
+    options.num_sentinels = 8;
+    options.lowercase = true;
+    options.model_prefix = prefix;
+    train_tokenizer(options);
+    return prefix + ".model";
+  }();
+  return model;
+}
+
+TEST(Tokenizer, SpecialTokensSitAtTheirDocumentedIds) {
+  Tokenizer tokenizer(shared_model());
+  EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kPad), "[PAD]");
+  EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kUnk), "[UNK]");
+  EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kCls), "[CLS]");
+  EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kSep), "[SEP]");
+  EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kMask), "[MASK]");
+  EXPECT_EQ(tokenizer.num_sentinels(), 8);
+  EXPECT_EQ(tokenizer.id_to_piece(tokenizer.sentinel_id(7)), "<extra_id_7>");
+  EXPECT_EQ(tokenizer.vocab_size(), 600);
+  // Text never produces control tokens: "[MASK]" typed in text is split into ordinary pieces.
+  for (int id : tokenizer.encode("a [MASK] b [CLS]")) EXPECT_GE(id, 5 + 8);
+}
+
+TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
+  Tokenizer tokenizer(shared_model());
+  // Lower-cased (nmt_nfkc_cf), whitespace collapsed and trimmed, full-width letters folded by NFKC.
+  EXPECT_EQ(tokenizer.decode(tokenizer.encode("  Alice   was VERY tired  ")), "alice was very tired");
+  EXPECT_EQ(tokenizer.decode(tokenizer.encode("\xEF\xBC\xA1lice")), "alice");  // U+FF21 full-width A
+  for (const std::string text : {"Down the Rabbit-Hole.", "\"Curiouser and curiouser!\" cried Alice",
+                                 "Who are YOU?", "it's 1865, isn't it"}) {
+    std::string once = tokenizer.decode(tokenizer.encode(text));
+    EXPECT_EQ(tokenizer.decode(tokenizer.encode(once)), once) << text;  // normalisation is idempotent
+  }
+}
+
+TEST(Tokenizer, ChecksumIdentifiesTheModelFile) {
+  Tokenizer tokenizer(shared_model());
+  EXPECT_EQ(tokenizer.checksum().size(), 16u);
+  EXPECT_EQ(fnv1a64_hex(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
+  EXPECT_EQ(fnv1a64_hex("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
+}
+
+TEST(Tokenizer, RefusesAFileThatIsNotAModel) {
+  std::string path = temp_dir() + "/bad.model";
+  write_text(path, "not a model");
+  EXPECT_THROW(Tokenizer tokenizer(path), DataError);
+}
+
+TEST(Tokenizer, DecodeRefusesIdsOutsideTheVocabulary) {
+  Tokenizer tokenizer(shared_model());
+  try {
+    tokenizer.decode({5, 600});
+    FAIL() << "expected DataError";
+  } catch (const DataError& error) {
+    EXPECT_NE(std::string(error.what()).find("token id 600 is outside the vocabulary"), std::string::npos);
+  }
+}
+
+TEST(Tokenizer, VocabularyTooSmallForTheSpecialsIsAUsageError) {
+  TokenizerTrainOptions options;
+  options.inputs = {source_dir() + "/tests/data/sentences.txt"};
+  options.vocab_size = 50;
+  options.model_prefix = temp_dir() + "/m";
+  EXPECT_THROW(train_tokenizer(options), UsageError);
+}
+
+}  // namespace
+}  // namespace cabert::text
