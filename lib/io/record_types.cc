@@ -1,7 +1,9 @@
 #include "lib/io/record_types.h"
 
+#include "formats/checkpoint.pb.h"
 #include "formats/corpus.pb.h"
 #include "formats/header.pb.h"
+#include "formats/metrics.pb.h"
 #include "formats/task.pb.h"
 #include "formats/text.pb.h"
 #include "lib/core/errors.h"
@@ -12,6 +14,8 @@ const std::vector<RecordType>& all_record_types() {
   static const std::vector<RecordType> types = {
       {"cabert.pb.TokenizedText", "tokenized text", 1, pb::TokenizedText::descriptor()},
       {"cabert.pb.PretrainingExample", "pretraining examples", 1, pb::PretrainingExample::descriptor()},
+      {"cabert.pb.CheckpointEntry", "checkpoint", 1, pb::CheckpointEntry::descriptor()},
+      {"cabert.pb.MetricsRecord", "training metrics", 1, pb::MetricsRecord::descriptor()},
       {"cabert.pb.TaskMetrics", "task metrics", 1, pb::TaskMetrics::descriptor()},
   };
   return types;

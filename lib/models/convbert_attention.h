@@ -1,0 +1,32 @@
+// ConvBERT mixed attention (Jiang et al. 2020): bottleneck self-attention with num_heads / head_ratio heads
+// beside a convolution branch of the same width, concatenated. The branch is SDConv by default
+//   Ks = SepConv_k(X), kernel_i = softmax_k(W_f (Q_i * Ks_i)) per head, out_i = sum_j kernel_i[j] V'_{i+j-k/2},
+// or one of the ablations of ConvBERT Table 2 (plain dynamic conv, plain depthwise-separable conv, none).
+// Padding is masked in the attention scores and in every convolution.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "formats/model.pb.h"
+#include "lib/models/layers.h"
+
+namespace cabert::models {
+
+class MixedAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MixedAttentionImpl(const pb::ModelConfig& config);
+  // [B, T, H] -> [B, T, attention width + conv width]
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
+  int64_t output_size() const { return attention_width + conv_width; }
+
+  torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
+  SeparableConv key_conv{nullptr};           // SDConv: Ks; depthwise-separable ablation: the branch itself
+  torch::nn::Linear conv_kernel{nullptr};    // W_f: width -> heads * k
+  torch::nn::Linear conv_value{nullptr};     // V'
+  torch::nn::Dropout attention_dropout{nullptr};
+  pb::ConvBertConvKind kind;
+  int64_t heads, head_size, attention_width, conv_width, kernel;
+};
+TORCH_MODULE(MixedAttention);
+
+}  // namespace cabert::models

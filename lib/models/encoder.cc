@@ -1,0 +1,67 @@
+#include "lib/models/encoder.h"
+
+#include "lib/core/errors.h"
+
+namespace cabert::models {
+
+EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index) {
+  const int64_t H = config.hidden_size();
+  int64_t mixed_width = H;
+  switch (config.family()) {
+    case pb::BERT:
+      attention = register_module("attention", BertSelfAttention(config));
+      break;
+    case pb::CONVBERT:
+      mixed_attention = register_module("attention", MixedAttention(config));
+      mixed_width = mixed_attention->output_size();
+      break;
+    case pb::LIGHTCONV:
+    case pb::DYNAMICCONV:
+      conv = register_module("conv", ConvBlock(config, layer_index));
+      break;
+    default:
+      throw UsageError(str("unknown encoder family ", static_cast<int>(config.family())));
+  }
+  const auto eps = config.layer_norm_eps();
+  output = register_module("output", torch::nn::Linear(mixed_width, H));
+  attention_norm = register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
+  int64_t groups = config.family() == pb::CONVBERT ? std::max(1, config.convbert().ffn_groups()) : 1;
+  ffn = register_module("ffn", FeedForward(H, config.intermediate_size(), groups));
+  ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
+  dropout = register_module("dropout", torch::nn::Dropout(config.dropout()));
+}
+
+torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor mixed = attention ? attention(x, mask) : mixed_attention ? mixed_attention(x, mask) : conv(x, mask);
+  torch::Tensor h = attention_norm(x + dropout(output(mixed)));
+  return ffn_norm(h + dropout(ffn(h)));
+}
+
+EncoderStackImpl::EncoderStackImpl(const pb::ModelConfig& config) {
+  if (config.embedding_size() != config.hidden_size()) {
+    embedding_projection =
+        register_module("embedding_projection", torch::nn::Linear(config.embedding_size(), config.hidden_size()));
+  }
+  for (int64_t i = 0; i < config.num_layers(); ++i) layers->push_back(EncoderLayer(config, i));
+  register_module("layers", layers);
+}
+
+torch::Tensor EncoderStackImpl::forward(const torch::Tensor& embedded, const torch::Tensor& mask) {
+  torch::Tensor x = embedding_projection ? embedding_projection(embedded) : embedded;
+  for (auto& layer : *layers) x = layer->as<EncoderLayer>()->forward(x, mask);
+  return x;
+}
+
+EncoderImpl::EncoderImpl(const pb::ModelConfig& config) : config_(config) {
+  embeddings = register_module("embeddings", Embeddings(config));
+  stack = register_module("stack", EncoderStack(config));
+  // BERT initialisation of linears/embeddings/norms; the variant-specific tensors were initialised by
+  // their modules and are not Linear/Embedding/LayerNorm, so they keep their own scheme.
+  init_bert_weights(*this, config.initializer_range());
+}
+
+torch::Tensor EncoderImpl::forward(const torch::Tensor& ids, const torch::Tensor& segments, const torch::Tensor& mask) {
+  return stack(embeddings(ids, segments), mask);
+}
+
+}  // namespace cabert::models
