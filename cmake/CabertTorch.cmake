@@ -65,10 +65,15 @@ if(CABERT_WITH_CUDA OR NOT _cabert_torch_has_cuda)
     if(NOT DEFINED TORCH_CUDA_ARCH_LIST)
       set(TORCH_CUDA_ARCH_LIST "7.0;8.0;8.6;8.9;9.0" CACHE STRING "CUDA architectures for cabert kernels")
     endif()
-    # LibTorch 2.15's headers need C++20 in .cu files too (torch's cuda.cmake would copy our C++17 otherwise).
-    set(CMAKE_CUDA_STANDARD 20)
-    set(CMAKE_CUDA_STANDARD_REQUIRED ON)
     enable_language(CUDA)
+    # LibTorch 2.15's headers need C++20, in .cu files too. CMake 3.25 predates nvcc's C++20 support: teach it
+    # the flag (harmless on newer CMake, which already knows it).
+    if(NOT CMAKE_CUDA20_STANDARD_COMPILE_OPTION)
+      set(CMAKE_CUDA20_STANDARD_COMPILE_OPTION "-std=c++20")
+      set(CMAKE_CUDA20_EXTENSION_COMPILE_OPTION "-std=c++20")
+      list(APPEND CMAKE_CUDA_COMPILE_FEATURES cuda_std_20)
+      set(CMAKE_CUDA20_COMPILE_FEATURES cuda_std_20)
+    endif()
   endif()
   list(APPEND CMAKE_PREFIX_PATH "${_cabert_torch_prefix}/share/cmake")
   find_package(Torch REQUIRED CONFIG)
