@@ -1,12 +1,112 @@
-// cabert pretrain: Pre-train an encoder (MLM or ELECTRA replaced-token detection).
-// Until its issue (#3) lands, the subcommand is listed in `cabert --help` and, when run, says so and
-// exits 2 (usage error).
+// cabert pretrain: pre-train an encoder with MLM or ELECTRA replaced-token detection (lib/train/pretrainer.h).
+#include <filesystem>
+#include <iostream>
+
 #include "cmd/commands.h"
+#include "lib/core/errors.h"
+#include "lib/core/files.h"
+#include "lib/core/log.h"
+#include "lib/io/record_file.h"
+#include "lib/models/presets.h"
+#include "lib/ops/conv_ops.h"
+#include "lib/text/tokenizer.h"
+#include "lib/train/pretrainer.h"
 
 namespace cabert::cmd {
+namespace {
+
+struct PretrainFlags {
+  std::string preset = "bert-small-composite";
+  std::vector<std::string> sets;
+  std::string objective = "mlm";
+  std::string kernels = "fused";
+  bool dry_run = false, list_presets = false, dump_config = false;
+  train::PretrainOptions options;
+};
+
+// 5 + the number of sentinel tokens of the corpus tokenizer, when the corpus names one that exists here.
+int64_t first_regular_id_of(const std::string& shard) {
+  io::RecordReader reader(shard);
+  auto found = reader.header().metadata().find("tokenizer");
+  if (found == reader.header().metadata().end() || !std::filesystem::exists(found->second)) {
+    log_warning("pretrain: the corpus does not name a tokenizer that exists here; treating ids 0-4 as special");
+    return 5;
+  }
+  text::Tokenizer tokenizer(found->second);
+  return 5 + tokenizer.num_sentinels();
+}
+
+void run(PretrainFlags& flags) {
+  if (flags.list_presets) {
+    std::cout << models::describe_presets();
+    return;
+  }
+  auto objective = train::parse_objective(flags.objective);
+  ops::set_kernel_path(ops::parse_kernel_path(flags.kernels));
+  pb::ModelConfig config = models::load_model_config(flags.preset, flags.sets);
+  if (flags.dump_config) {
+    std::cout << models::config_to_text(config);
+    return;
+  }
+  if (flags.dry_run) {
+    std::cout << train::describe_pretraining_model(config, objective);
+    return;
+  }
+  auto& options = flags.options;
+  if (options.corpus.empty()) throw UsageError("pretrain: --corpus is required (shards from `cabert build-corpus`)");
+  if (options.model_dir.empty()) throw UsageError("pretrain: --model-dir is required");
+  options.corpus = expand_inputs(options.corpus);
+  options.model = config;
+  options.objective = objective;
+  options.seed = global_options().seed;
+  options.first_regular_id = first_regular_id_of(options.corpus.front());
+  train::PretrainResult result = train::run_pretraining(options);
+  log_info("pretrain: ", result.steps_done, " steps (now at step ", result.final_step, "), last loss ",
+           result.last_loss, ", ", static_cast<int64_t>(result.tokens_per_second), " tokens/s; checkpoint ",
+           result.last_checkpoint);
+}
+
+}  // namespace
 
 void add_pretrain(CLI::App& app) {
-  add_later_subcommand(app, "pretrain", "Pre-train an encoder (MLM or ELECTRA replaced-token detection)", "#3");
+  auto flags = std::make_shared<PretrainFlags>();
+  auto& o = flags->options;
+  CLI::App* sub = app.add_subcommand("pretrain", "Pre-train an encoder (MLM or ELECTRA replaced-token detection)");
+  sub->add_option("--preset", flags->preset, "Model preset (--list-presets) or a .textproto ModelConfig")
+      ->capture_default_str();
+  sub->add_option("--set", flags->sets, "Override a config field: a.b=value (repeatable)");
+  sub->add_option("--corpus", o.corpus, "Pre-training shards from `cabert build-corpus` (files or directories)");
+  sub->add_option("--model-dir", o.model_dir, "Directory for checkpoints and metrics.cabert");
+  sub->add_option("--objective", flags->objective, "mlm or electra")->capture_default_str();
+  sub->add_option("--steps", o.steps, "Optimizer updates in total")->capture_default_str();
+  sub->add_option("--batch-size", o.batch_size, "Examples per micro-batch")->capture_default_str();
+  sub->add_option("--accumulate", o.accumulate, "Micro-batches per update")->capture_default_str();
+  sub->add_option("--lr", o.lr, "Peak learning rate (0: 3e-4 small, 1e-4 base MLM, 2e-4 base ELECTRA)")
+      ->capture_default_str();
+  sub->add_option("--warmup-steps", o.warmup_steps, "Linear warm-up updates (-1: min(10000, steps/10))")
+      ->capture_default_str();
+  sub->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
+      ->capture_default_str();
+  sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping: max global L2 norm (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--eval-every", o.eval_every, "Evaluate the held-out slice every N steps (0: at the end)")
+      ->capture_default_str();
+  sub->add_option("--eval-examples", o.eval_examples, "Held-out examples (first records of the first shard)")
+      ->capture_default_str();
+  sub->add_option("--save-every", o.save_every, "Checkpoint every N steps (0: at the end only)")
+      ->capture_default_str();
+  sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints to keep")->capture_default_str();
+  sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
+  sub->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+  sub->add_flag("--amp", o.amp, "Mixed precision (bfloat16 autocast, CUDA only)");
+  sub->add_option("--kernels", flags->kernels, "Convolution kernels: fused or reference")->capture_default_str();
+  sub->add_flag("--dry-run", flags->dry_run, "Print the module tree with parameter counts and exit");
+  sub->add_flag("--list-presets", flags->list_presets, "List the model presets and exit");
+  sub->add_flag("--dump-config", flags->dump_config, "Print the resolved model config (text format) and exit");
+  sub->callback([sub, flags] {
+    record_options(*sub);
+    run(*flags);
+  });
 }
 
 }  // namespace cabert::cmd

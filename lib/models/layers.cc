@@ -79,7 +79,7 @@ torch::Tensor key_padding_bias(const torch::Tensor& mask, torch::ScalarType dtyp
 
 void init_bert_weights(torch::nn::Module& module, double range) {
   torch::NoGradGuard no_grad;
-  for (auto& child : module.modules(/*include_self=*/true)) {
+  for (auto& child : module.modules(/*include_self=*/false)) {
     if (auto* linear = child->as<torch::nn::Linear>()) {
       linear->weight.normal_(0.0, range);
       if (linear->bias.defined()) linear->bias.zero_();

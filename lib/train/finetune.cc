@@ -1,0 +1,426 @@
+#include "lib/train/finetune.h"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <numeric>
+#include <filesystem>
+#include <random>
+
+#include "kernels/build_info.h"
+#include "lib/core/errors.h"
+#include "lib/core/interrupt.h"
+#include "lib/core/log.h"
+#include "lib/core/progress.h"
+#include "lib/eval/task_score.h"
+#include "lib/io/record_file.h"
+#include "lib/models/presets.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/finetune_predict.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/schedule.h"
+
+namespace fs = std::filesystem;
+
+namespace cabert::train {
+
+using tasks::TaskKind;
+
+TaskDefaults task_defaults(const std::string& task, int hidden_size) {
+  TaskDefaults defaults;
+  if (task == "MNLI" || task == "QQP") {
+    defaults.batch_size = 128;
+    defaults.epochs = 4;
+  } else if (task == "RTE" || task == "STS-B") {
+    defaults.epochs = 10;
+  } else if (task.rfind("SQuAD", 0) == 0) {
+    defaults.epochs = 2;
+  }
+  if (task == "QNLI" || hidden_size >= 768) defaults.lr = 1e-4;
+  return defaults;
+}
+
+torch::Device parse_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
+    kernels::require_cuda_build("--device cuda");
+    if (!torch::cuda::is_available()) throw UsageError("--device cuda: no CUDA device is available here");
+    return torch::Device(name);
+  }
+  throw UsageError(str("--device: expected cpu or cuda[:N], got '", name, "'"));
+}
+
+void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
+                             const std::string& checkpoint_path) {
+  if (!info.tokenizer_checksum().empty() && info.tokenizer_checksum() != tokenizer.checksum()) {
+    throw DataError(str(checkpoint_path, ": the checkpoint was trained with tokenizer ", info.tokenizer(),
+                        " (checksum ", info.tokenizer_checksum(), "), but ", tokenizer.path(), " has checksum ",
+                        tokenizer.checksum(), "; pass the tokenizer the model was pre-trained with"));
+  }
+}
+
+namespace {
+
+bool positions_bounded(const pb::ModelConfig& config) {
+  return config.family() == pb::BERT || config.family() == pb::CONVBERT
+             ? config.attention().absolute_positions()
+             : false;
+}
+
+int resolve_max_length(int requested, const tasks::TaskDefinition& definition, const pb::ModelConfig& config) {
+  int fallback = definition.kind == TaskKind::kSpan ? 384 : 128;
+  bool bounded = positions_bounded(config);
+  if (requested > 0) {
+    if (bounded && requested > config.max_length()) {
+      throw UsageError(str("--max-length ", requested, ": the model has absolute position embeddings for ",
+                           config.max_length(), " positions only"));
+    }
+    return requested;
+  }
+  if (bounded && fallback > config.max_length()) {
+    log_info("finetune: max length ", config.max_length(), " (the model's position table) instead of ", fallback);
+    return config.max_length();
+  }
+  return fallback;
+}
+
+// Training inputs: one sequence and one target row per feature.
+struct TrainingSet {
+  std::vector<tasks::Sequence> sequences;
+  std::vector<int64_t> class_targets;       // classification
+  std::vector<float> value_targets;         // regression
+  std::vector<std::array<int64_t, 2>> spans;  // span: start, end
+};
+
+TrainingSet training_set(const tasks::LoadedTask& task, const text::Tokenizer& tokenizer, int max_length,
+                         const tasks::SquadOptions& squad, uint64_t limit) {
+  TrainingSet set;
+  if (task.definition.kind == TaskKind::kSpan) {
+    tasks::SquadFeatures features = tasks::squad_features(task.train.squad, tokenizer, squad);
+    if (features.answers_not_found > 0) {
+      log_warning(task.train.path, ": ", features.answers_not_found,
+                  " answers could not be located in the tokenised context (trained as no-answer windows)");
+    }
+    for (auto& window : features.windows) {
+      if (limit > 0 && set.sequences.size() >= limit) break;
+      set.spans.push_back({window.start_position, window.end_position});
+      set.sequences.push_back(std::move(window.sequence));
+    }
+    return set;
+  }
+  tasks::FeatureStats stats;
+  auto features = tasks::classification_features(task.train.data, task.definition, tokenizer, max_length, &stats);
+  if (stats.truncated_examples > 0) {
+    log_info("finetune: ", stats.truncated_examples, " of ", stats.examples, " training examples truncated to ",
+             max_length, " tokens");
+  }
+  for (auto& feature : features) {
+    if (limit > 0 && set.sequences.size() >= limit) break;
+    set.class_targets.push_back(feature.label);
+    set.value_targets.push_back(feature.target);
+    set.sequences.push_back(std::move(feature.sequence));
+  }
+  return set;
+}
+
+struct TrainingBatch {
+  torch::Tensor ids, segments, mask, targets;
+};
+
+TrainingBatch make_batch(const TrainingSet& set, TaskKind kind, const std::vector<size_t>& order, size_t begin,
+                         size_t end) {
+  TrainingBatch batch;
+  std::vector<const tasks::Sequence*> sequences;
+  for (size_t i = begin; i < end; ++i) sequences.push_back(&set.sequences[order[i]]);
+  tasks::pad_sequences(sequences, &batch.ids, &batch.segments, &batch.mask);
+  int64_t rows = static_cast<int64_t>(end - begin);
+  if (kind == TaskKind::kSpan) {
+    batch.targets = torch::empty({rows, 2}, torch::kInt64);
+    auto access = batch.targets.accessor<int64_t, 2>();
+    for (int64_t r = 0; r < rows; ++r) {
+      access[r][0] = set.spans[order[begin + r]][0];
+      access[r][1] = set.spans[order[begin + r]][1];
+    }
+  } else if (kind == TaskKind::kRegression) {
+    batch.targets = torch::empty({rows}, torch::kFloat32);
+    auto access = batch.targets.accessor<float, 1>();
+    for (int64_t r = 0; r < rows; ++r) access[r] = set.value_targets[order[begin + r]];
+  } else {
+    batch.targets = torch::empty({rows}, torch::kInt64);
+    auto access = batch.targets.accessor<int64_t, 1>();
+    for (int64_t r = 0; r < rows; ++r) access[r] = set.class_targets[order[begin + r]];
+  }
+  return batch;
+}
+
+std::string model_name(const FinetuneOptions& options) {
+  if (!options.name.empty()) return options.name;
+  std::string name = fs::path(options.model_dir).lexically_normal().filename().string();
+  if (name.empty() || name == ".") name = fs::absolute(options.model_dir).lexically_normal().parent_path().filename();
+  return name;
+}
+
+std::map<std::string, std::string> task_metadata(const tasks::TaskDefinition& definition,
+                                                  const tasks::TaskSource& source, int max_length,
+                                                  const tasks::SquadOptions& squad) {
+  return {{"task", tasks::definition_to_json(definition, source)},
+          {"max_length", std::to_string(max_length)},
+          {"doc_stride", std::to_string(squad.doc_stride)},
+          {"max_query_length", std::to_string(squad.max_query_length)},
+          {"max_answer_length", std::to_string(squad.max_answer_length)},
+          {"n_best", std::to_string(squad.n_best)},
+          {"null_threshold", std::to_string(squad.null_threshold)}};
+}
+
+std::string describe_metrics(const eval::MetricMap& metrics) {
+  std::string text;
+  for (const auto& [name, value] : metrics) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%s %.4f", name.c_str(), value);
+    text += (text.empty() ? "" : ", ") + std::string(buffer);
+  }
+  return text;
+}
+
+}  // namespace
+
+LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
+  Checkpoint checkpoint = load_checkpoint(path);
+  if (checkpoint.info.kind() != "finetune") {
+    throw UsageError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
+                         checkpoint.info.kind(), "' checkpoint"));
+  }
+  LoadedTaskModel loaded;
+  loaded.info = checkpoint.info;
+  const auto& metadata = checkpoint.info.metadata();
+  auto get = [&](const std::string& key) {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) throw DataError(str(path, ": the checkpoint lacks the '", key, "' entry"));
+    return it->second;
+  };
+  loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
+  loaded.max_length = std::stoi(get("max_length"));
+  loaded.squad.max_length = loaded.max_length;
+  loaded.squad.doc_stride = std::stoi(get("doc_stride"));
+  loaded.squad.max_query_length = std::stoi(get("max_query_length"));
+  loaded.squad.max_answer_length = std::stoi(get("max_answer_length"));
+  loaded.squad.n_best = std::stoi(get("n_best"));
+  loaded.squad.null_threshold = std::stod(get("null_threshold"));
+  int64_t labels = loaded.definition.kind == TaskKind::kClassification ? loaded.definition.labels.size() : 1;
+  loaded.model = TaskModel(checkpoint.info.model(), loaded.definition.kind, labels);
+  restore_module(*loaded.model, checkpoint, "model/", "");
+  loaded.model->to(device);
+  loaded.model->eval();
+  return loaded;
+}
+
+FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
+  int sources = !options.init.empty() + !options.preset.empty() + !options.init_from_task.empty();
+  if (sources != 1) {
+    throw UsageError("give exactly one of --init CKPT (pre-trained), --preset NAME (random initialisation) or "
+                     "--init-from-task CKPT (a fine-tuned encoder, e.g. MNLI)");
+  }
+  if (options.model_dir.empty()) throw UsageError("--model-dir is required");
+  if (options.runs < 1) throw UsageError(str("--runs: expected at least 1, got ", options.runs));
+  torch::Device device = parse_device(options.device);
+
+  // Model config and the checkpoint whose encoder we start from.
+  Checkpoint init;
+  pb::ModelConfig config;
+  std::string tokenizer_path = options.tokenizer;
+  if (!options.preset.empty()) {
+    if (tokenizer_path.empty()) throw UsageError("--preset needs --tokenizer MODEL (the SentencePiece model)");
+    config = models::load_model_config(options.preset, options.set_overrides);
+  } else {
+    const std::string& path = options.init.empty() ? options.init_from_task : options.init;
+    init = load_checkpoint(path);
+    if (!options.init_from_task.empty() && init.info.kind() != "finetune") {
+      throw UsageError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '", init.info.kind(),
+                           "' checkpoint (use --init for pre-trained ones)"));
+    }
+    config = init.info.model();
+    if (!options.set_overrides.empty()) {
+      for (const auto& assignment : options.set_overrides) models::apply_override(&config, assignment);
+      models::validate_model_config(config);
+    }
+    if (tokenizer_path.empty()) tokenizer_path = init.info.tokenizer();
+    if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
+      throw UsageError(str(path, " names tokenizer '", init.info.tokenizer(),
+                           "', which is not there; pass --tokenizer MODEL"));
+    }
+  }
+  text::Tokenizer tokenizer(tokenizer_path);
+  if (options.preset.empty()) {
+    check_tokenizer_matches(tokenizer, init.info, init.path);
+  } else if (config.vocab_size() != tokenizer.vocab_size()) {
+    log_info("finetune: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer_path, " (preset has ",
+             config.vocab_size(), ")");
+    config.set_vocab_size(tokenizer.vocab_size());
+  }
+
+  tasks::LoadedTask task = tasks::load_training_task(source);
+  const tasks::TaskDefinition& definition = task.definition;
+  TaskDefaults defaults = task_defaults(definition.name, config.hidden_size());
+  double lr = options.lr > 0 ? options.lr : defaults.lr;
+  int epochs = options.epochs > 0 ? options.epochs : defaults.epochs;
+  int batch_size = options.batch_size > 0 ? options.batch_size : defaults.batch_size;
+  int max_length = resolve_max_length(options.max_length, definition, config);
+  tasks::SquadOptions squad = options.squad;
+  squad.max_length = max_length;
+
+  TrainingSet train = training_set(task, tokenizer, max_length, squad, options.max_train_examples);
+  size_t examples = train.sequences.size();
+  int64_t steps_per_epoch = static_cast<int64_t>((examples + batch_size - 1) / batch_size);
+  int64_t total_steps = steps_per_epoch * epochs;
+  int64_t warmup = static_cast<int64_t>(std::llround(options.warmup_ratio * total_steps));
+  log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind), "), ", examples,
+           definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
+           task.dev.front().size(), "; lr ", lr, ", batch ", batch_size, ", epochs ", epochs, ", warm-up ", warmup,
+           " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
+
+  fs::create_directories(options.model_dir);
+  FinetuneSummary summary;
+  summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
+  summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
+  summary.primary_task = task.dev.front().metrics_task;
+  io::RecordWriter metrics_writer(summary.metrics_path, "cabert.pb.TaskMetrics",
+                                  {{"task", definition.name}, {"model", model_name(options)}});
+  std::string name = model_name(options);
+  std::vector<double> run_scores;
+  std::vector<std::string> run_checkpoints;
+  int64_t labels = definition.kind == TaskKind::kClassification ? definition.labels.size() : 1;
+  PredictOptions predict;
+  predict.max_length = max_length;
+  predict.batch_size = options.eval_batch_size;
+  predict.squad = squad;
+  predict.device = device;
+  auto started = std::chrono::steady_clock::now();
+
+  try {
+    for (int run = 0; run < options.runs; ++run) {
+      uint64_t seed = options.seed + run;
+      torch::manual_seed(seed);
+      std::mt19937_64 rng(seed);
+      TaskModel model(config, definition.kind, labels);
+      if (options.preset.empty()) {
+        size_t copied = restore_module(*model, init, "model/encoder.", "encoder.");
+        log_debug("finetune: ", copied, " encoder tensors from ", init.path);
+      }
+      model->to(device);
+      model->train();
+      AdamWOptions adam;
+      adam.lr = lr;
+      adam.weight_decay = options.weight_decay;
+      AdamW optimizer(*model, adam);
+      std::vector<torch::Tensor> parameters = model->parameters();
+
+      std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
+      if (!run_dir.empty()) fs::create_directories(run_dir);
+      std::string run_checkpoint = run_dir.empty() ? summary.checkpoint : (fs::path(run_dir) / "best.cabert").string();
+      double best_score = -1e300;
+      std::vector<pb::TaskMetrics> best_records;
+      int64_t update = 0;
+      std::vector<size_t> order(examples);
+      std::iota(order.begin(), order.end(), 0);
+      for (int epoch = 1; epoch <= epochs; ++epoch) {
+        std::shuffle(order.begin(), order.end(), rng);
+        Progress progress(str("finetune ", definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "",
+                              " epoch ", epoch, "/", epochs),
+                          "steps", steps_per_epoch);
+        double loss_sum = 0;
+        for (int64_t step = 0; step < steps_per_epoch; ++step) {
+          throw_if_interrupted();
+          size_t begin = step * batch_size, end = std::min(examples, begin + batch_size);
+          TrainingBatch batch = make_batch(train, definition.kind, order, begin, end);
+          optimizer.set_lr(linear_warmup_decay(lr, ++update, warmup, total_steps));
+          optimizer.zero_grad();
+          torch::Tensor output =
+              model->forward(batch.ids.to(device), batch.segments.to(device), batch.mask.to(device));
+          torch::Tensor loss = task_loss(definition.kind, output, batch.targets.to(device));
+          loss.backward();
+          clip_gradients(parameters, options.clip_norm);
+          optimizer.step();
+          double value = loss.item<double>();
+          if (!std::isfinite(value)) {
+            throw Error(str("finetune: the loss became ", value, " at step ", update, "; lower --lr"));
+          }
+          loss_sum += value;
+          progress.update(step + 1, str("loss ", loss_sum / (step + 1)));
+        }
+        progress.finish(str("loss ", loss_sum / std::max<int64_t>(steps_per_epoch, 1)));
+
+        std::vector<pb::TaskMetrics> records;
+        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+        for (const auto& dev : task.dev) {
+          SplitPredictions predictions = predict_split(model, definition, dev, tokenizer, predict);
+          pb::TaskMetrics record;
+          record.set_kind(pb::TaskMetrics::EPOCH);
+          record.set_model(name);
+          record.set_task(dev.metrics_task);
+          record.set_split("dev");
+          record.set_data(dev.path);
+          record.set_examples(dev.size());
+          for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
+          record.set_score(predictions.score);
+          record.set_checkpoint(run_checkpoint);
+          record.set_run(run);
+          record.set_seed(seed);
+          record.set_epoch(epoch);
+          record.set_step(update);
+          record.set_train_loss(loss_sum / std::max<int64_t>(steps_per_epoch, 1));
+          record.set_seconds(seconds);
+          metrics_writer.write(record);
+          log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
+                   describe_metrics(predictions.metrics), ")");
+          records.push_back(record);
+        }
+        if (records.front().score() > best_score) {
+          best_score = records.front().score();
+          best_records = records;
+          pb::CheckpointInfo info;
+          info.set_kind("finetune");
+          *info.mutable_model() = config;
+          info.set_tokenizer(fs::absolute(tokenizer.path()).string());
+          info.set_tokenizer_checksum(tokenizer.checksum());
+          info.set_step(update);
+          for (const auto& [key, value] : task_metadata(definition, source, max_length, squad)) {
+            (*info.mutable_metadata())[key] = value;
+          }
+          (*info.mutable_metadata())["epoch"] = std::to_string(epoch);
+          (*info.mutable_metadata())["run"] = std::to_string(run);
+          (*info.mutable_metadata())["seed"] = std::to_string(seed);
+          (*info.mutable_metadata())["dev_score"] = std::to_string(best_score);
+          (*info.mutable_metadata())["initialised_from"] =
+              options.preset.empty() ? init.path : "random (" + options.preset + ")";
+          save_checkpoint(run_checkpoint, info, module_tensors(*model, "model/"));
+          log_info("finetune: best so far, saved ", run_checkpoint);
+        }
+      }
+      for (auto record : best_records) {
+        record.set_kind(pb::TaskMetrics::BEST_OF_RUN);
+        metrics_writer.write(record);
+        summary.best_of_runs.push_back(record);
+      }
+      run_scores.push_back(best_score);
+      run_checkpoints.push_back(run_checkpoint);
+    }
+  } catch (const Interrupted&) {
+    metrics_writer.close();
+    throw;
+  }
+  metrics_writer.close();
+  summary.best_run = std::max_element(run_scores.begin(), run_scores.end()) - run_scores.begin();
+  summary.best_score = run_scores[summary.best_run];
+  summary.primary = eval::mean_and_sem(run_scores);
+  if (options.runs > 1) {
+    // The best run's checkpoint also goes to the model directory's top level (copied atomically).
+    std::string temp = summary.checkpoint + ".tmp";
+    fs::copy_file(run_checkpoints[summary.best_run], temp, fs::copy_options::overwrite_existing);
+    fs::rename(temp, summary.checkpoint);
+  }
+  return summary;
+}
+
+}  // namespace cabert::train

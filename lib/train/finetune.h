@@ -1,0 +1,82 @@
+// Fine-tuning (Chang et al. 2021 protocol): AdamW with linear warm-up (10%) and decay, dev evaluation after
+// every epoch, the best epoch kept as the checkpoint (written atomically), and --runs N seeds reported as best
+// and mean +- standard error of the mean.
+//
+// Files in the model directory:
+//   best.cabert        fine-tuned checkpoint (kind "finetune") of the best epoch of the best run
+//   run-<k>/best.cabert  with --runs N > 1: each run's best checkpoint
+//   metrics.cabert     TaskMetrics records: one EPOCH record per epoch and dev file, one BEST_OF_RUN per run
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/checkpoint.pb.h"
+#include "formats/task.pb.h"
+#include "lib/eval/metrics.h"
+#include "lib/tasks/squad_features.h"
+#include "lib/tasks/task_inputs.h"
+#include "lib/text/tokenizer.h"
+#include "lib/train/finetune_model.h"
+
+namespace cabert::train {
+
+// Chang et al. Table 5: lr 3e-4 (1e-4 for QNLI and for base-size models), batch 32 (128 for MNLI/QQP),
+// epochs 3 (10 for RTE/STS-B, 4 for MNLI/QQP). SQuAD: 2 epochs (ELECTRA's setting); generic tasks: 3.
+struct TaskDefaults {
+  double lr = 3e-4;
+  int batch_size = 32;
+  int epochs = 3;
+};
+TaskDefaults task_defaults(const std::string& task, int hidden_size);
+
+struct FinetuneOptions {
+  std::string init;            // pre-training checkpoint (its "model/encoder." tensors initialise the encoder)
+  std::string preset;          // or: preset name / .textproto, randomly initialised
+  std::vector<std::string> set_overrides;
+  std::string init_from_task;  // or: a fine-tuned checkpoint (e.g. MNLI) whose encoder is reused, head fresh
+  std::string tokenizer;       // required with --preset; else must match the checkpoint's
+  std::string model_dir, name;
+  double lr = 0;               // 0 = task default
+  int epochs = 0, batch_size = 0;
+  double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;
+  int max_length = 0;          // 0 = 128 (384 for SQuAD), capped by a model with absolute positions
+  int runs = 1;
+  uint64_t seed = 42;
+  int eval_batch_size = 64;
+  uint64_t max_train_examples = 0;  // 0 = all
+  tasks::SquadOptions squad;
+  std::string device = "cpu";
+};
+
+struct FinetuneSummary {
+  std::vector<pb::TaskMetrics> best_of_runs;  // one per run and dev file
+  size_t best_run = 0;
+  std::string checkpoint, metrics_path;
+  std::string primary_task;                    // the dev split runs are ranked by
+  eval::MeanSem primary;                       // over runs, percent
+  double best_score = 0;
+};
+
+FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source);
+
+// A fine-tuned checkpoint, ready to predict.
+struct LoadedTaskModel {
+  TaskModel model{nullptr};
+  tasks::TaskDefinition definition;
+  tasks::TaskSource source;  // table options the model was trained with
+  pb::CheckpointInfo info;
+  int max_length = 128;
+  tasks::SquadOptions squad;
+};
+// Throws UsageError for a checkpoint that is not a fine-tuned one.
+LoadedTaskModel load_task_model(const std::string& path, torch::Device device);
+
+// Refuses (DataError) a tokenizer whose checksum differs from the checkpoint's.
+void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
+                             const std::string& checkpoint_path);
+
+torch::Device parse_device(const std::string& name);
+
+}  // namespace cabert::train

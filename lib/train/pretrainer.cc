@@ -1,0 +1,426 @@
+#include "lib/train/pretrainer.h"
+
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include "formats/metrics.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/interrupt.h"
+#include "lib/core/log.h"
+#include "lib/core/progress.h"
+#include "lib/io/record_file.h"
+#include "lib/models/pretraining_models.h"
+#include "lib/models/summary.h"
+#include "lib/train/checkpoint.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/pretraining_data.h"
+#include "lib/train/schedule.h"
+
+#if __has_include(<ATen/autocast_mode.h>)
+#include <ATen/autocast_mode.h>
+#define CABERT_HAVE_AUTOCAST 1
+#endif
+
+namespace cabert::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct StepOutput {
+  torch::Tensor loss;                   // what backward() sees
+  std::map<std::string, double> sums;   // metric sums (divided by counts at report time)
+};
+
+// One objective = a model plus how a batch becomes a loss. Metric sums: "mlm_loss_sum", "mlm_count",
+// "mlm_correct", "rtd_correct", "rtd_count", "rtd_loss_sum", "rtd_batches".
+class Objectives {
+ public:
+  Objectives(const pb::ModelConfig& config, Objective objective, torch::Device device)
+      : objective_(objective), device_(device), config_(config) {
+    if (objective == Objective::kMlm) {
+      mlm_ = models::MlmModel(config);
+      module_ = mlm_.ptr();
+    } else {
+      electra_ = models::ElectraModel(config);
+      module_ = electra_.ptr();
+    }
+    module_->to(device);
+    masking_.vocab_size = config.vocab_size();
+    if (objective == Objective::kMlm) {
+      masking_.select = config.mask_probability();
+      masking_.mask_token = config.mask_token_fraction();
+      masking_.random_token = config.random_token_fraction();
+    } else {
+      masking_.select = config.electra().mask_probability();
+      masking_.mask_token = config.electra().mask_token_fraction();
+      masking_.random_token = 0;
+      masking_.max_fraction = config.electra().max_predictions_fraction();
+    }
+  }
+
+  void set_first_regular_id(int64_t id) { masking_.first_regular_id = id; }
+  torch::nn::Module& module() { return *module_; }
+
+  StepOutput compute(const Batch& batch, std::mt19937_64& rng) {
+    MaskedBatch masked = mask_tokens(batch.ids, batch.mask, masking_, rng);
+    torch::Tensor input = masked.input_ids.to(device_), segments = batch.segments.to(device_);
+    torch::Tensor mask = batch.mask.to(device_), positions = masked.positions.to(device_);
+    torch::Tensor labels = masked.labels.to(device_);
+    StepOutput out;
+    torch::Tensor logits = objective_ == Objective::kMlm ? mlm_(input, segments, mask, positions)
+                                                         : electra_->generator_logits(input, segments, mask, positions);
+    torch::Tensor mlm_loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
+    const double count = static_cast<double>(labels.size(0));
+    out.sums["mlm_loss_sum"] = mlm_loss.item<double>() * count;
+    out.sums["mlm_count"] = count;
+    out.sums["mlm_correct"] = logits.argmax(-1).eq(labels).sum().item<double>();
+    if (objective_ == Objective::kMlm) {
+      out.loss = mlm_loss;
+      return out;
+    }
+    // Replace the selected tokens with samples from the generator (no gradient through sampling).
+    torch::Tensor sampled;
+    {
+      torch::NoGradGuard no_grad;
+      sampled = torch::multinomial(torch::softmax(logits.detach().to(torch::kFloat), -1), 1).squeeze(-1);
+    }
+    torch::Tensor original = batch.ids.to(device_);
+    torch::Tensor corrupted = original.index_put({positions}, sampled);
+    torch::Tensor replaced = corrupted.ne(original).to(torch::kFloat);
+    torch::Tensor rtd_logits = electra_->discriminator_logits(corrupted, segments, mask).to(torch::kFloat);
+    torch::Tensor weights = mask.to(torch::kFloat);
+    torch::Tensor per_token =
+        torch::nn::functional::binary_cross_entropy_with_logits(rtd_logits, replaced,
+            torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
+    torch::Tensor rtd_loss = (per_token * weights).sum() / weights.sum();
+    const auto& e = config_.electra();
+    out.loss = e.generator_weight() * mlm_loss + e.discriminator_weight() * rtd_loss;
+    out.sums["rtd_loss_sum"] = rtd_loss.item<double>();
+    out.sums["rtd_batches"] = 1;
+    out.sums["rtd_correct"] = (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum().item<double>();
+    out.sums["rtd_count"] = weights.sum().item<double>();
+    return out;
+  }
+
+ private:
+  Objective objective_;
+  torch::Device device_;
+  pb::ModelConfig config_;
+  models::MlmModel mlm_{nullptr};
+  models::ElectraModel electra_{nullptr};
+  std::shared_ptr<torch::nn::Module> module_;
+  MaskingOptions masking_;
+};
+
+std::map<std::string, double> summarise(const std::map<std::string, double>& sums, Objective objective) {
+  std::map<std::string, double> values;
+  auto get = [&](const char* key) {
+    auto found = sums.find(key);
+    return found == sums.end() ? 0.0 : found->second;
+  };
+  if (get("mlm_count") > 0) {
+    values["mlm_loss"] = get("mlm_loss_sum") / get("mlm_count");
+    values["perplexity"] = std::exp(values["mlm_loss"]);
+    values["mlm_accuracy"] = get("mlm_correct") / get("mlm_count");
+  }
+  if (objective == Objective::kElectra && get("rtd_count") > 0) {
+    values["rtd_loss"] = get("rtd_loss_sum") / std::max(1.0, get("rtd_batches"));
+    values["rtd_accuracy"] = get("rtd_correct") / get("rtd_count");
+  }
+  return values;
+}
+
+// Evaluation masks come from a fixed seed so that every evaluation of a run sees the same masks.
+std::map<std::string, double> evaluate(Objectives& objectives, const std::vector<pb::PretrainingExample>& examples,
+                                       int64_t batch_size, Objective objective, uint64_t seed) {
+  if (examples.empty()) return {};
+  torch::NoGradGuard no_grad;
+  objectives.module().eval();
+  std::string torch_state = torch_cpu_rng_state();  // ELECTRA sampling must not disturb training
+  torch::manual_seed(seed ^ 0x5eed);
+  std::mt19937_64 rng(seed ^ 0xe7a1);
+  std::map<std::string, double> sums;
+  for (size_t start = 0; start < examples.size(); start += batch_size) {
+    std::vector<pb::PretrainingExample> slice(examples.begin() + start,
+                                              examples.begin() + std::min(examples.size(), start + batch_size));
+    StepOutput out = objectives.compute(make_batch(slice), rng);
+    for (const auto& [key, value] : out.sums) sums[key] += value;
+  }
+  set_torch_cpu_rng_state(torch_state);
+  objectives.module().train();
+  return summarise(sums, objective);
+}
+
+std::string corpus_metadata(const std::string& shard, const std::string& key) {
+  io::RecordReader reader(shard);
+  const auto& metadata = reader.header().metadata();
+  auto found = metadata.find(key);
+  return found == metadata.end() ? "" : found->second;
+}
+
+class MetricsLog {
+ public:
+  MetricsLog(std::string path, const pb::ModelConfig& config) : path_(std::move(path)), config_(config) {}
+  // Keeps the records of an earlier run up to `step` (resume).
+  void load_until(uint64_t step) {
+    if (!fs::exists(path_)) return;
+    io::RecordReader reader(path_);
+    reader.expect("cabert.pb.MetricsRecord");
+    pb::MetricsRecord record;
+    while (reader.next(&record)) {
+      if (record.step() <= step) records_.push_back(record);
+    }
+  }
+  void add(const std::string& phase, uint64_t step, double wall, const std::map<std::string, double>& values) {
+    pb::MetricsRecord record;
+    record.set_phase(phase);
+    record.set_step(step);
+    record.set_wall_seconds(wall);
+    for (const auto& [k, v] : values) (*record.mutable_values())[k] = v;
+    records_.push_back(record);
+  }
+  // Rewrites the whole stream atomically (readers never see a partial file).
+  void flush() {
+    io::RecordWriter writer(path_, "cabert.pb.MetricsRecord", {{"model", config_.name()}});
+    for (const auto& r : records_) writer.write(r);
+    writer.close();
+  }
+
+ private:
+  std::string path_;
+  pb::ModelConfig config_;
+  std::vector<pb::MetricsRecord> records_;
+};
+
+double default_lr(const pb::ModelConfig& config, Objective objective) {
+  const bool base = config.hidden_size() >= 768;
+  if (!base) return 3e-4;
+  return objective == Objective::kElectra ? 2e-4 : 1e-4;
+}
+
+std::string format_values(const std::map<std::string, double>& values) {
+  std::string out;
+  for (const auto& [k, v] : values) out += str(out.empty() ? "" : ", ", k, " ", v);
+  return out;
+}
+
+}  // namespace
+
+Objective parse_objective(const std::string& name) {
+  if (name == "mlm") return Objective::kMlm;
+  if (name == "electra") return Objective::kElectra;
+  throw UsageError(str("--objective: expected mlm or electra, got '", name, "'"));
+}
+
+std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
+  if (objective == Objective::kMlm) return models::module_tree(*models::MlmModel(config), "model");
+  return models::module_tree(*models::ElectraModel(config), "model");
+}
+
+PretrainResult run_pretraining(const PretrainOptions& options_in) {
+  PretrainOptions options = options_in;
+  if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
+  if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
+  if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
+  torch::Device device(options.device == "cuda" ? torch::kCUDA : torch::kCPU);
+  if (options.device != "cpu" && options.device != "cuda") {
+    throw UsageError(str("--device: expected cpu or cuda, got '", options.device, "'"));
+  }
+  if (device.is_cuda() && !torch::cuda::is_available()) {
+    throw UsageError("--device cuda: no CUDA device is available (or LibTorch was built without CUDA)");
+  }
+  if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
+  fs::create_directories(options.model_dir);
+
+  // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them.
+  pb::ModelConfig config = options.model;
+  std::string tokenizer = corpus_metadata(options.corpus.at(0), "tokenizer");
+  std::string tokenizer_checksum = corpus_metadata(options.corpus.at(0), "tokenizer_checksum");
+  std::string vocab = corpus_metadata(options.corpus.at(0), "vocab_size");
+  int64_t step = 0;
+  std::unique_ptr<Checkpoint> resumed;
+  if (options.resume) {
+    auto existing = list_checkpoints(options.model_dir);
+    if (existing.empty()) {
+      log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
+    } else {
+      resumed = std::make_unique<Checkpoint>(load_checkpoint(existing.back().second));
+      config = resumed->info.model();
+      step = static_cast<int64_t>(resumed->info.step());
+      if (!resumed->info.tokenizer_checksum().empty() && !tokenizer_checksum.empty() &&
+          resumed->info.tokenizer_checksum() != tokenizer_checksum) {
+        throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
+                             resumed->path));
+      }
+      log_info("pretrain: resuming from ", resumed->path, " at step ", step);
+    }
+  }
+  if (!resumed && !vocab.empty() && std::stoi(vocab) != config.vocab_size()) {
+    log_info("pretrain: vocab_size ", config.vocab_size(), " -> ", vocab, " (from the corpus tokenizer)");
+    config.set_vocab_size(std::stoi(vocab));
+  }
+  const int64_t first_regular_id = options.first_regular_id;
+  if (config.vocab_size() <= first_regular_id) {
+    throw UsageError(str("model vocab_size ", config.vocab_size(), " leaves no regular tokens above the ",
+                         first_regular_id, " special ids"));
+  }
+
+  torch::manual_seed(options.seed);
+  std::mt19937_64 rng(options.seed);
+  Objectives objectives(config, options.objective, device);
+  objectives.set_first_regular_id(first_regular_id);
+  torch::nn::Module& module = objectives.module();
+  AdamWOptions adam;
+  adam.lr = options.lr > 0 ? options.lr : default_lr(config, options.objective);
+  adam.eps = options.adam_eps;
+  adam.weight_decay = options.weight_decay;
+  const double peak_lr = adam.lr;
+  const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
+  AdamW optimizer(module, adam);
+
+  ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)));
+  std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
+  MetricsLog metrics((fs::path(options.model_dir) / "metrics.cabert").string(), config);
+  if (resumed) {
+    restore_module(module, *resumed, "model/", "");
+    optimizer.load_state(tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
+    set_torch_cpu_rng_state(resumed->info.torch_rng_state());
+    set_rng_state(rng, resumed->info.std_rng_state());
+    stream.seek(resumed->info.data());
+    metrics.load_until(step);
+  }
+
+  auto save = [&](int64_t at_step) {
+    pb::CheckpointInfo info;
+    info.set_kind("pretrain");
+    *info.mutable_model() = config;
+    info.set_tokenizer(tokenizer);
+    info.set_tokenizer_checksum(tokenizer_checksum);
+    info.set_step(at_step);
+    *info.mutable_data() = stream.position();
+    info.set_torch_rng_state(torch_cpu_rng_state());
+    info.set_std_rng_state(rng_state(rng));
+    for (const auto& c : options.corpus) info.add_corpus(c);
+    auto& meta = *info.mutable_metadata();
+    meta["objective"] = options.objective == Objective::kMlm ? "mlm" : "electra";
+    meta["total_steps"] = std::to_string(options.steps);
+    meta["batch_size"] = std::to_string(options.batch_size * options.accumulate);
+    meta["peak_lr"] = str(peak_lr);
+    meta["warmup_steps"] = std::to_string(warmup);
+    meta["seed"] = std::to_string(options.seed);
+    NamedTensors tensors = module_tensors(module, "model/");
+    for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
+    const std::string path = checkpoint_path(options.model_dir, at_step);
+    save_checkpoint(path, info, tensors);
+    metrics.flush();
+    auto all = list_checkpoints(options.model_dir);
+    for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
+    return path;
+  };
+
+  PretrainResult result;
+  result.final_step = step;
+  if (step >= options.steps) {
+    log_info("pretrain: already at step ", step, " of ", options.steps, "; nothing to do");
+    return result;
+  }
+  log_info("pretrain: ", config.name(), " (", models::human_parameters(models::count_parameters(module)),
+           " parameters), objective ", options.objective == Objective::kMlm ? "mlm" : "electra", ", steps ",
+           options.steps, ", batch ", options.batch_size, " x ", options.accumulate, ", peak lr ", peak_lr,
+           ", warm-up ", warmup, " on ", options.device);
+  std::vector<torch::Tensor> parameters = module.parameters(true);
+  module.train();
+  Progress progress("pretrain", "steps", static_cast<uint64_t>(options.steps));
+  const auto start = std::chrono::steady_clock::now();
+  auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  double tokens_total = 0, seconds_total = 0;
+  while (step < options.steps) {
+    const auto step_start = std::chrono::steady_clock::now();
+    const double lr = linear_warmup_decay(peak_lr, step + 1, warmup, options.steps);
+    optimizer.set_lr(lr);
+    optimizer.zero_grad();
+    std::map<std::string, double> sums;
+    double loss_value = 0;
+    int64_t tokens = 0;
+    for (int64_t micro = 0; micro < options.accumulate; ++micro) {
+      std::vector<pb::PretrainingExample> examples;
+      for (int64_t i = 0; i < options.batch_size; ++i) examples.push_back(stream.next());
+      Batch batch = make_batch(examples);
+      tokens += batch.tokens;
+      StepOutput out;
+      {
+#ifdef CABERT_HAVE_AUTOCAST
+        if (options.amp) {
+          at::autocast::set_autocast_enabled(at::kCUDA, true);
+          at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
+        }
+#endif
+        out = objectives.compute(batch, rng);
+#ifdef CABERT_HAVE_AUTOCAST
+        if (options.amp) {
+          at::autocast::set_autocast_enabled(at::kCUDA, false);
+          at::autocast::clear_cache();
+        }
+#endif
+      }
+      const double value = out.loss.item<double>();
+      if (!std::isfinite(value)) {
+        auto existing = list_checkpoints(options.model_dir);
+        throw Error(str("pretrain: non-finite loss (", value, ") at step ", step + 1, "; stopping. ",
+                        existing.empty() ? std::string("No checkpoint was written yet.")
+                                         : str("The last good checkpoint is ", existing.back().second)));
+      }
+      loss_value += value / options.accumulate;
+      (out.loss / static_cast<double>(options.accumulate)).backward();
+      for (const auto& [k, v] : out.sums) sums[k] += v;
+    }
+    const double grad_norm = clip_gradients(parameters, options.clip_norm);
+    optimizer.step();
+    ++step;
+    ++result.steps_done;
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
+    tokens_total += tokens, seconds_total += seconds;
+    const double tokens_per_second = tokens / std::max(seconds, 1e-9);
+    result.last_loss = loss_value;
+    auto values = summarise(sums, options.objective);
+    values["loss"] = loss_value;
+    values["lr"] = lr;
+    values["grad_norm"] = grad_norm;
+    values["tokens_per_second"] = tokens_per_second;
+    values["tokens"] = static_cast<double>(tokens);
+    metrics.add("train", step, wall(), values);
+    if (!options.quiet_progress) {
+      char extra[160];
+      std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", loss_value, lr,
+                    human_count(tokens_per_second).c_str());
+      progress.update(static_cast<uint64_t>(step), extra);
+    }
+    const bool last = step == options.steps;
+    if ((options.eval_every > 0 && step % options.eval_every == 0) || last) {
+      auto eval = evaluate(objectives, held_out, options.batch_size, options.objective, options.seed);
+      if (!eval.empty()) {
+        metrics.add("eval", step, wall(), eval);
+        result.last_eval = eval;
+        log_info("pretrain: step ", step, " eval (", held_out.size(), " held-out examples): ", format_values(eval));
+      }
+    }
+    const int signal = interrupt_requested();
+    if (last || signal != 0 || (options.save_every > 0 && step % options.save_every == 0)) {
+      result.last_checkpoint = save(step);
+      log_debug("pretrain: saved ", result.last_checkpoint);
+    }
+    if (signal != 0 && !last) {
+      log_info("pretrain: stopped at step ", step, " by signal ", signal, "; resume with --resume from ",
+               result.last_checkpoint);
+      throw Interrupted(signal);
+    }
+  }
+  progress.finish(str("loss ", result.last_loss));
+  result.final_step = step;
+  result.tokens_per_second = tokens_total / std::max(seconds_total, 1e-9);
+  return result;
+}
+
+}  // namespace cabert::train

@@ -1,0 +1,161 @@
+#include "lib/train/pretraining_data.h"
+
+#include <sstream>
+
+#include "lib/core/errors.h"
+
+namespace cabert::train {
+
+namespace {
+constexpr const char* kExampleType = "cabert.pb.PretrainingExample";
+}
+
+ExampleStream::ExampleStream(std::vector<std::string> shards, uint64_t held_out)
+    : shards_(std::move(shards)), held_out_(held_out) {
+  if (shards_.empty()) throw UsageError("pretrain: expected at least one --corpus shard");
+  open(0);
+}
+
+void ExampleStream::open(uint32_t shard) {
+  reader_ = std::make_unique<io::RecordReader>(shards_.at(shard));
+  reader_->expect(kExampleType);
+  position_.set_shard(shard);
+  position_.set_record(0);
+}
+
+pb::PretrainingExample ExampleStream::next() {
+  pb::PretrainingExample example;
+  for (;;) {
+    if (reader_->next(&example)) {
+      const uint64_t index = position_.record();
+      position_.set_record(index + 1);
+      if (position_.shard() == 0 && index < held_out_) continue;
+      yielded_in_epoch_ = true;
+      position_.set_examples_seen(position_.examples_seen() + 1);
+      return example;
+    }
+    uint32_t next_shard = position_.shard() + 1;
+    if (next_shard == shards_.size()) {
+      if (!yielded_in_epoch_) {
+        throw DataError(str(shards_[0], ": no training examples left after holding out ", held_out_,
+                            " for evaluation (lower --eval-examples or give a larger corpus)"));
+      }
+      next_shard = 0;
+      position_.set_epoch(position_.epoch() + 1);
+      yielded_in_epoch_ = false;
+    }
+    open(next_shard);
+  }
+}
+
+void ExampleStream::seek(const pb::DataPosition& position) {
+  if (position.shard() >= shards_.size()) {
+    throw UsageError(str("--resume: the checkpoint was reading shard ", position.shard() + 1, " but only ",
+                         shards_.size(), " --corpus shard(s) were given"));
+  }
+  open(position.shard());
+  std::string skipped;
+  for (uint64_t i = 0; i < position.record(); ++i) {
+    if (!reader_->next_bytes(&skipped)) {
+      throw UsageError(str("--resume: ", shards_[position.shard()], " holds fewer than ", position.record(),
+                           " records; is this the corpus of the checkpoint?"));
+    }
+  }
+  position_ = position;
+  yielded_in_epoch_ = true;
+}
+
+std::vector<pb::PretrainingExample> ExampleStream::held_out_examples() const {
+  std::vector<pb::PretrainingExample> examples;
+  io::RecordReader reader(shards_[0]);
+  reader.expect(kExampleType);
+  pb::PretrainingExample example;
+  while (examples.size() < held_out_ && reader.next(&example)) examples.push_back(example);
+  return examples;
+}
+
+Batch make_batch(const std::vector<pb::PretrainingExample>& examples) {
+  const int64_t B = static_cast<int64_t>(examples.size());
+  int64_t T = 1;
+  for (const auto& e : examples) T = std::max<int64_t>(T, e.token_ids_size());
+  Batch batch;
+  batch.ids = torch::zeros({B, T}, torch::kInt64);
+  batch.segments = torch::zeros({B, T}, torch::kInt64);
+  batch.mask = torch::zeros({B, T}, torch::kBool);
+  auto ids = batch.ids.accessor<int64_t, 2>();
+  auto segments = batch.segments.accessor<int64_t, 2>();
+  auto mask = batch.mask.accessor<bool, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const auto& e = examples[b];
+    for (int64_t t = 0; t < e.token_ids_size(); ++t) {
+      ids[b][t] = e.token_ids(t);
+      segments[b][t] = t >= static_cast<int64_t>(e.segment_a_length()) ? 1 : 0;
+      mask[b][t] = true;
+    }
+    batch.tokens += e.token_ids_size();
+  }
+  return batch;
+}
+
+double uniform01(std::mt19937_64& rng) { return static_cast<double>(rng() >> 11) * (1.0 / 9007199254740992.0); }
+
+MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
+                        std::mt19937_64& rng) {
+  const int64_t B = ids.size(0), T = ids.size(1);
+  MaskedBatch out;
+  out.input_ids = ids.clone();
+  out.positions = torch::zeros({B, T}, torch::kBool);
+  auto input = out.input_ids.accessor<int64_t, 2>();
+  auto positions = out.positions.accessor<bool, 2>();
+  auto real = mask.accessor<bool, 2>();
+  const int64_t regular = options.vocab_size - options.first_regular_id;
+  std::vector<int64_t> labels;
+  for (int64_t b = 0; b < B; ++b) {
+    std::vector<int64_t> candidates;
+    int64_t length = 0;
+    for (int64_t t = 0; t < T; ++t) {
+      if (!real[b][t]) continue;
+      ++length;
+      if (input[b][t] >= options.first_regular_id) candidates.push_back(t);
+    }
+    if (candidates.empty()) continue;
+    std::vector<int64_t> chosen;
+    for (int64_t t : candidates) {
+      if (uniform01(rng) < options.select) chosen.push_back(t);
+    }
+    if (chosen.empty()) chosen.push_back(candidates[rng() % candidates.size()]);
+    if (options.max_fraction > 0) {
+      const size_t cap = std::max<size_t>(1, static_cast<size_t>(options.max_fraction * length));
+      while (chosen.size() > cap) chosen.erase(chosen.begin() + static_cast<int64_t>(rng() % chosen.size()));
+    }
+    for (int64_t t : chosen) positions[b][t] = true;
+  }
+  for (int64_t b = 0; b < B; ++b) {
+    for (int64_t t = 0; t < T; ++t) {
+      if (!positions[b][t]) continue;
+      labels.push_back(input[b][t]);
+      const double u = uniform01(rng);
+      if (u < options.mask_token) {
+        input[b][t] = options.mask_id;
+      } else if (u < options.mask_token + options.random_token && regular > 0) {
+        input[b][t] = options.first_regular_id + static_cast<int64_t>(rng() % static_cast<uint64_t>(regular));
+      }
+    }
+  }
+  out.labels = torch::tensor(labels, torch::kInt64);
+  return out;
+}
+
+std::string rng_state(const std::mt19937_64& rng) {
+  std::ostringstream out;
+  out << rng;
+  return out.str();
+}
+
+void set_rng_state(std::mt19937_64& rng, const std::string& state) {
+  std::istringstream in(state);
+  in >> rng;
+  if (!in) throw DataError("checkpoint: cannot parse the saved random-number-generator state");
+}
+
+}  // namespace cabert::train

@@ -1,0 +1,32 @@
+#include "lib/train/schedule.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace cabert::train {
+
+double linear_warmup_decay(double peak, int64_t update, int64_t warmup, int64_t total) {
+  if (warmup > 0 && update <= warmup) return peak * static_cast<double>(update) / static_cast<double>(warmup);
+  if (total <= warmup) return peak;
+  double remaining = static_cast<double>(total - update) / static_cast<double>(total - warmup);
+  return peak * std::max(0.0, remaining);
+}
+
+double clip_gradients(const std::vector<torch::Tensor>& parameters, double max_norm) {
+  torch::NoGradGuard no_grad;
+  std::vector<torch::Tensor> grads;
+  for (const auto& p : parameters) {
+    if (p.grad().defined()) grads.push_back(p.grad());
+  }
+  if (grads.empty()) return 0.0;
+  std::vector<torch::Tensor> norms;
+  for (const auto& g : grads) norms.push_back(g.norm(2).to(torch::kDouble));
+  double total = torch::stack(norms).norm(2).item<double>();
+  if (max_norm > 0 && std::isfinite(total) && total > max_norm) {
+    double factor = max_norm / (total + 1e-6);
+    for (auto& g : grads) g.mul_(factor);
+  }
+  return total;
+}
+
+}  // namespace cabert::train
