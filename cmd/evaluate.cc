@@ -1,12 +1,235 @@
-// cabert evaluate: Compute official metrics and write predictions / GLUE submissions.
-// Until its issue (#4) lands, the subcommand is listed in `cabert --help` and, when run, says so and
-// exits 2 (usage error).
+// cabert evaluate: score a fine-tuned checkpoint on task files (metrics record, printed table, per-example
+// predictions, GLUE submission TSVs, SQuAD prediction JSON), or merge metrics records into the papers' table.
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
 #include "cmd/commands.h"
+#include "lib/core/errors.h"
+#include "lib/core/files.h"
+#include "lib/core/log.h"
+#include "lib/eval/summary.h"
+#include "lib/io/record_file.h"
+#include "lib/ops/conv_ops.h"
+#include "lib/text/tasks/glue.h"
+#include "lib/train/finetune.h"
+#include "lib/train/finetune_predict.h"
+
+namespace fs = std::filesystem;
 
 namespace cabert::cmd {
 
+namespace {
+
+struct EvaluateCommand {
+  std::string model, task, tokenizer, output, predictions, name, device = "cpu", kernels = "fused";
+  std::vector<std::string> data, summarize;
+  std::string format = "markdown", aggregate = "mean";
+  bool glue_with_wnli = false, skip_bad_rows = false;
+  int batch_size = 64;
+  double null_threshold = 0;
+  bool null_threshold_given = false;
+};
+
+void run_summarize(const EvaluateCommand& command) {
+  std::vector<pb::TaskMetrics> records;
+  for (const auto& path : expand_inputs(command.summarize)) {
+    io::RecordReader reader(path);
+    reader.expect("cabert.pb.TaskMetrics");
+    pb::TaskMetrics record;
+    while (reader.next(&record)) records.push_back(record);
+  }
+  eval::SummaryOptions options;
+  options.aggregate = eval::parse_run_aggregate(command.aggregate);
+  options.glue_with_wnli = command.glue_with_wnli;
+  eval::SummaryFormat format = eval::parse_summary_format(command.format);
+  eval::SummaryTable table = eval::summarize(records, options);
+  if (table.models.empty()) {
+    throw DataError("--summarize: the files hold no run or evaluation results (only per-epoch records or none)");
+  }
+  std::string text = eval::render_summary(table, format, options);
+  if (command.output.empty() || command.output == "-") {
+    std::fwrite(text.data(), 1, text.size(), stdout);
+  } else {
+    write_file_atomically(command.output, text);
+  }
+}
+
+// Where the predictions of `split` go: inside a directory as <TASK>.tsv / .json (GLUE's submission names),
+// else the given file (only one data file then).
+std::string predictions_path(const std::string& target, const std::string& metrics_task, bool squad, size_t files) {
+  std::error_code ec;
+  bool directory = fs::is_directory(target, ec) || (!target.empty() && target.back() == '/');
+  if (directory) {
+    fs::create_directories(target);
+    return (fs::path(target) / (metrics_task + (squad ? ".json" : ".tsv"))).string();
+  }
+  if (files > 1) {
+    throw UsageError("--predictions: with several data files, give a directory (one file per task split)");
+  }
+  return target;
+}
+
+void write_predictions(const std::string& path, const train::SplitPredictions& predictions,
+                       const tasks::TaskDefinition& definition) {
+  std::string text;
+  if (definition.kind == tasks::TaskKind::kSpan) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();  // the official scripts' {id: answer}
+    for (size_t i = 0; i < predictions.ids.size(); ++i) json[predictions.ids[i]] = predictions.predictions[i];
+    text = json.dump(2) + "\n";
+  } else if (!predictions.labeled) {
+    text = "index\tprediction\n";  // GLUE submission format
+    for (size_t i = 0; i < predictions.ids.size(); ++i) text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\n";
+  } else {
+    text = "id\tprediction\tgold\tscores\n";
+    for (size_t i = 0; i < predictions.ids.size(); ++i) {
+      std::string scores;
+      for (float score : predictions.scores[i]) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%.4f", score);
+        scores += (scores.empty() ? "" : ",") + std::string(buffer);
+      }
+      text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores + "\n";
+    }
+  }
+  write_file_atomically(path, text);
+}
+
+void run_evaluate(const EvaluateCommand& command) {
+  if (command.model.empty()) throw UsageError("--model CKPT is required (or --summarize METRICS...)");
+  if (command.data.empty()) throw UsageError("--data FILE is required");
+  ops::set_kernel_path(ops::parse_kernel_path(command.kernels));
+  torch::Device device = train::parse_device(command.device);
+  train::LoadedTaskModel loaded = train::load_task_model(command.model, device);
+  tasks::TaskDefinition definition = loaded.definition;
+  if (!command.task.empty()) {
+    tasks::TaskDefinition requested;
+    if (!tasks::known_task(command.task, &requested)) requested.name = command.task;
+    bool same_outputs = requested.kind == definition.kind && requested.labels == definition.labels;
+    if (requested.name != definition.name && !(requested.glue && same_outputs)) {
+      throw UsageError(str(command.model, " was fine-tuned on ", definition.name, "; it cannot be evaluated as ",
+                           requested.name));
+    }
+    if (requested.name != definition.name) definition = requested;  // e.g. an MNLI model on AX (diagnostic)
+  }
+  std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
+  if (!fs::exists(tokenizer_path)) {
+    throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
+  }
+  text::Tokenizer tokenizer(tokenizer_path);
+  train::check_tokenizer_matches(tokenizer, loaded.info, command.model);
+
+  std::vector<std::string> files;
+  for (const auto& path : command.data) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec) && definition.glue) {
+      const text::GlueTask& glue = text::glue_task(definition.name);
+      for (const auto& file : glue.dev_files) files.push_back(text::glue_split_file(glue, path, file));
+    } else {
+      files.push_back(path);
+    }
+  }
+  tasks::TaskSource source = loaded.source;
+  source.skip_bad_rows = command.skip_bad_rows;
+  train::PredictOptions predict;
+  predict.max_length = loaded.max_length;
+  predict.batch_size = command.batch_size;
+  predict.squad = loaded.squad;
+  if (command.null_threshold_given) predict.squad.null_threshold = command.null_threshold;
+  predict.device = device;
+
+  std::string model_name = command.name;
+  if (model_name.empty()) {
+    model_name = fs::absolute(command.model).lexically_normal().parent_path().filename().string();
+  }
+  std::unique_ptr<io::RecordWriter> writer;
+  if (!command.output.empty()) {
+    writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",
+                                                std::map<std::string, std::string>{{"model", model_name}});
+  }
+  std::printf("| task | data | examples | score | metrics |\n|---|---|---:|---:|---|\n");
+  for (const auto& path : files) {
+    tasks::TaskSplit split = tasks::read_task_file(definition, path, source);
+    if (split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
+    train::SplitPredictions predictions = train::predict_split(loaded.model, definition, split, tokenizer, predict);
+    if (!command.predictions.empty()) {
+      std::string target = predictions_path(command.predictions, split.metrics_task,
+                                            definition.kind == tasks::TaskKind::kSpan, files.size());
+      write_predictions(target, predictions, definition);
+      log_info("evaluate: ", predictions.ids.size(), " predictions -> ", target);
+    }
+    if (!predictions.labeled) {
+      std::printf("| %s | %s | %zu | - | unlabelled (test) file: predictions only |\n", split.metrics_task.c_str(),
+                  path.c_str(), split.size());
+      continue;
+    }
+    std::string metrics;
+    for (const auto& [metric, value] : predictions.metrics) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof buffer, "%s %.2f", metric.c_str(), 100 * value);
+      metrics += (metrics.empty() ? "" : ", ") + std::string(buffer);
+    }
+    std::printf("| %s | %s | %zu | %.2f | %s |\n", split.metrics_task.c_str(), path.c_str(), split.size(),
+                predictions.score, metrics.c_str());
+    if (writer) {
+      pb::TaskMetrics record;
+      record.set_kind(pb::TaskMetrics::EVALUATION);
+      record.set_model(model_name);
+      record.set_task(split.metrics_task);
+      record.set_split(fs::path(path).stem().string());
+      record.set_data(path);
+      record.set_examples(split.size());
+      for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
+      record.set_score(predictions.score);
+      record.set_checkpoint(command.model);
+      writer->write(record);
+    }
+  }
+  if (writer) writer->close();
+}
+
+}  // namespace
+
 void add_evaluate(CLI::App& app) {
-  add_later_subcommand(app, "evaluate", "Compute official metrics and write predictions / GLUE submissions", "#4");
+  auto command = std::make_shared<EvaluateCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "evaluate", "Score a fine-tuned checkpoint (metrics, predictions, GLUE submissions) or --summarize metrics");
+  sub->add_option("--model", command->model, "Fine-tuned checkpoint (best.cabert from `cabert finetune`)");
+  sub->add_option("--task", command->task,
+                  "Task (default: the checkpoint's); an MNLI model can be scored on AX (diagnostic)");
+  sub->add_option("--data", command->data, "Task file(s); a GLUE directory means its dev file(s)");
+  sub->add_option("--tokenizer", command->tokenizer, "SentencePiece model (default: the checkpoint's)");
+  sub->add_option("-o,--output", command->output,
+                  "Metrics record file (evaluation); with --summarize, the table (default stdout)");
+  sub->add_option("--predictions", command->predictions,
+                  "Per-example predictions: TSV (id, prediction, gold, scores); GLUE test files give the "
+                  "submission TSV (index, prediction), SQuAD the {id: answer} JSON. A directory gets <TASK>.tsv");
+  sub->add_option("--name", command->name, "Model name in the metrics record (default: the checkpoint's directory)");
+  sub->add_option("--batch-size", command->batch_size, "Evaluation batch size")->capture_default_str();
+  auto* threshold = sub->add_option("--null-threshold", command->null_threshold,
+                                    "SQuAD v2.0: override the checkpoint's null-score threshold");
+  sub->add_flag("--skip-bad-rows", command->skip_bad_rows, "Skip malformed rows instead of stopping");
+  sub->add_option("--device", command->device, "cpu or cuda[:N]")->capture_default_str();
+  sub->add_option("--kernels", command->kernels, "Convolution kernels: fused or reference")->capture_default_str();
+  sub->add_option("--summarize", command->summarize,
+                  "Merge metrics records (files or directories) into one table: models x tasks + GLUE score");
+  sub->add_option("--format", command->format, "--summarize output: markdown, tsv or json")->capture_default_str();
+  sub->add_option("--aggregate", command->aggregate, "--summarize: several runs of a model/task -> mean (+- SEM) or best")
+      ->capture_default_str();
+  sub->add_flag("--glue-with-wnli", command->glue_with_wnli,
+                "--summarize: include WNLI in the GLUE score (left out by default, as in BERT/ELECTRA/Chang et al.)");
+  sub->callback([sub, command, threshold] {
+    record_options(*sub);
+    command->null_threshold_given = threshold->count() > 0;
+    if (!command->summarize.empty()) {
+      if (!command->model.empty()) throw UsageError("give either --summarize or --model, not both");
+      run_summarize(*command);
+      return;
+    }
+    run_evaluate(*command);
+  });
 }
 
 }  // namespace cabert::cmd

@@ -1,12 +1,117 @@
-// cabert finetune: Fine-tune on GLUE, SQuAD or a generic classification set.
-// Until its issue (#4) lands, the subcommand is listed in `cabert --help` and, when run, says so and
-// exits 2 (usage error).
+// cabert finetune: fine-tune an encoder on a GLUE task, SQuAD v1.1/v2.0 or a generic classification /
+// regression set (see lib/train/finetune.h for the protocol and the files written).
+#include <cstdio>
+#include <memory>
+
 #include "cmd/commands.h"
+#include "lib/core/errors.h"
+#include "lib/core/log.h"
+#include "lib/ops/conv_ops.h"
+#include "lib/text/tasks/table.h"
+#include "lib/train/finetune.h"
 
 namespace cabert::cmd {
 
+namespace {
+
+struct FinetuneCommand {
+  train::FinetuneOptions options;
+  tasks::TaskSource source;
+  std::string format, kernels = "fused";
+  bool no_header = false;
+};
+
+void print_summary(const train::FinetuneSummary& summary, int runs) {
+  std::printf("| run | task | epoch | score | metrics |\n|---:|---|---:|---:|---|\n");
+  for (const auto& record : summary.best_of_runs) {
+    std::string metrics;
+    for (const auto& [name, value] : record.metrics()) {
+      char buffer[64];
+      std::snprintf(buffer, sizeof buffer, "%s %.2f", name.c_str(), 100 * value);
+      metrics += (metrics.empty() ? "" : ", ") + std::string(buffer);
+    }
+    std::printf("| %u | %s | %u | %.2f | %s |\n", record.run() + 1, record.task().c_str(), record.epoch(),
+                record.score(), metrics.c_str());
+  }
+  std::printf("\n%s dev: best %.2f (run %zu)", summary.primary_task.c_str(), summary.best_score, summary.best_run + 1);
+  if (runs > 1) std::printf(", mean %.2f +- %.2f (SEM over %d runs)", summary.primary.mean, summary.primary.sem, runs);
+  std::printf("\ncheckpoint: %s\nmetrics: %s\n", summary.checkpoint.c_str(), summary.metrics_path.c_str());
+}
+
+}  // namespace
+
 void add_finetune(CLI::App& app) {
-  add_later_subcommand(app, "finetune", "Fine-tune on GLUE, SQuAD or a generic classification set", "#4");
+  auto command = std::make_shared<FinetuneCommand>();
+  auto& o = command->options;
+  auto& s = command->source;
+  CLI::App* sub = app.add_subcommand(
+      "finetune", "Fine-tune on GLUE, SQuAD or a generic classification/regression set (Chang et al. protocol)");
+  sub->add_option("--init", o.init, "Pre-training checkpoint whose encoder starts the run");
+  sub->add_option("--preset", o.preset, "Or: a preset name or .textproto, randomly initialised (no pre-training)");
+  sub->add_option("--set", o.set_overrides, "Model config override a.b=value (repeatable)");
+  sub->add_option("--init-from-task", o.init_from_task,
+                  "Or: a fine-tuned checkpoint (e.g. MNLI) whose encoder starts the run, with a fresh head");
+  sub->add_option("--tokenizer", o.tokenizer, "SentencePiece model (default: the checkpoint's; needed with --preset)");
+  sub->add_option("--task", s.task,
+                  "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, squad1.1, squad2.0, or any name for a "
+                  "generic CSV/TSV/JSONL task")
+      ->required();
+  sub->add_option("--data", s.data,
+                  "Task directory (GLUE: train.tsv + dev.tsv; MNLI: dev_matched + dev_mismatched) or files: train "
+                  "then dev");
+  sub->add_option("--train", s.train, "Training file (overrides --data)");
+  sub->add_option("--dev", s.dev, "Dev file(s) (overrides --data); the first ranks epochs and runs");
+  sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, metrics.cabert)")->required();
+  sub->add_option("--name", o.name, "Model name in metrics records (default: the model directory's name)");
+  sub->add_option("--lr", o.lr, "Peak learning rate (default: Chang et al. Table 5 for the task)");
+  sub->add_option("--epochs", o.epochs, "Epochs (default by task: 3; RTE/STS-B 10; MNLI/QQP 4; SQuAD 2)");
+  sub->add_option("--batch-size", o.batch_size, "Batch size (default 32; MNLI/QQP 128)");
+  sub->add_option("--warmup-ratio", o.warmup_ratio, "Fraction of the steps for linear warm-up")->capture_default_str();
+  sub->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
+      ->capture_default_str();
+  sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0 = off)")->capture_default_str();
+  sub->add_option("--max-length", o.max_length, "Tokens per example (default 128; SQuAD 384; capped by the model)");
+  sub->add_option("--runs", o.runs, "Fine-tune N seeds (--seed, --seed+1, ...): best and mean +- SEM")
+      ->capture_default_str();
+  sub->add_option("--eval-batch-size", o.eval_batch_size, "Batch size for dev evaluation")->capture_default_str();
+  sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (0 = all)")
+      ->capture_default_str();
+  sub->add_option("--doc-stride", o.squad.doc_stride, "SQuAD: context tokens between window starts")
+      ->capture_default_str();
+  sub->add_option("--max-query-length", o.squad.max_query_length, "SQuAD: question tokens kept")
+      ->capture_default_str();
+  sub->add_option("--max-answer-length", o.squad.max_answer_length, "SQuAD: longest answer in tokens")
+      ->capture_default_str();
+  sub->add_option("--n-best", o.squad.n_best, "SQuAD: start/end candidates per window")->capture_default_str();
+  sub->add_option("--null-threshold", o.squad.null_threshold,
+                  "SQuAD v2.0: answer 'no answer' when null score - best span score exceeds this")
+      ->capture_default_str();
+  sub->add_option("--text-column", s.table.text_column, "Generic tasks: column (or JSON key) of the text")
+      ->capture_default_str();
+  sub->add_option("--text-pair-column", s.table.text_pair_column, "Generic tasks: second text (sentence pairs)");
+  sub->add_option("--label-column", s.table.label_column, "Generic tasks: label column")->capture_default_str();
+  sub->add_option("--id-column", s.table.id_column, "Generic tasks: id column (default: the line number)");
+  sub->add_option("--labels", s.labels, "Generic tasks: the label set in class order (default: from the train file)");
+  sub->add_flag("--regression", s.regression, "Generic tasks: the label is a number (Pearson/Spearman)");
+  sub->add_option("--format", command->format, "Generic tasks: csv, tsv or jsonl (default: by file extension)");
+  sub->add_flag("--no-header", command->no_header, "Generic CSV/TSV: no header row; columns are 0-based indices");
+  sub->add_flag("--skip-bad-rows", s.skip_bad_rows, "Skip malformed rows (counted) instead of stopping");
+  sub->add_option("--device", o.device, "cpu or cuda[:N]")->capture_default_str();
+  sub->add_option("--kernels", command->kernels, "Convolution kernels: fused or reference")->capture_default_str();
+  sub->callback([sub, command] {
+    record_options(*sub);
+    auto& options = command->options;
+    auto& source = command->source;
+    ops::set_kernel_path(ops::parse_kernel_path(command->kernels));
+    if (!command->format.empty()) {
+      source.table.format = text::parse_table_format(command->format);
+      source.format_given = true;
+    }
+    source.table.header = !command->no_header;
+    options.seed = global_options().seed;
+    train::FinetuneSummary summary = train::run_finetune(options, source);
+    print_summary(summary, options.runs);
+  });
 }
 
 }  // namespace cabert::cmd
