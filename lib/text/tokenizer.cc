@@ -83,9 +83,11 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
        << " --pad_id=0 --pad_piece=[PAD] --unk_id=1 --unk_piece=[UNK] --bos_id=-1 --eos_id=-1"
        << " --control_symbols=" << control << " --character_coverage=" << options.character_coverage
        << " --input_sentence_size=" << options.max_sentences << " --shuffle_input_sentence=true"
-       << " --num_threads=" << std::max(options.threads, 1) << " --random_seed=" << (options.seed & 0x7fffffff)
+       << " --num_threads=" << std::max(options.threads, 1)
        << " --normalization_rule_name=" << (options.lowercase ? "nmt_nfkc_cf" : "nmt_nfkc")
-       << " --hard_vocab_limit=false --minloglevel=2 --model_prefix=unused";
+       << " --hard_vocab_limit=false --minloglevel=2";
+  // Sentence sampling and shuffling inside the trainer draw from SentencePiece's global generator.
+  sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(options.seed & 0x7fffffff));
   SentenceFeeder feeder(options);
   std::string model;
   auto status = sentencepiece::SentencePieceTrainer::Train(args.str(), &feeder, &model);
