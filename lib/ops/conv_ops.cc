@@ -1,14 +1,103 @@
 #include "lib/ops/conv_ops.h"
 
 #include <atomic>
+#include <optional>
 
+#include "kernels/conv_kernels.h"
 #include "kernels/reference/conv_reference.h"
 #include "lib/core/errors.h"
 
 namespace cabert::ops {
 namespace {
 
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
 std::atomic<KernelPath> current_path{KernelPath::kFused};
+
+// Optional arguments (masks, bias, w, beta) reach Function::apply as std::optional: autograd cannot take an
+// undefined at::Tensor as an input.
+std::optional<torch::Tensor> optional(const torch::Tensor& t) {
+  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
+}
+
+// The fused kernels compute their own backward; each Function saves its inputs (never an unfolded tensor).
+struct LightweightConvFunction : public torch::autograd::Function<LightweightConvFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
+    const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
+    ctx->save_for_backward({x, weight, mask});
+    ctx->saved_data["padding_left"] = padding_left;
+    return kernels::lightweight_conv_forward(x, weight, padding_left, mask);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    kernels::ConvGrads grads =
+        kernels::lightweight_conv_backward(grad_outputs[0], saved[0], saved[1], ctx->saved_data["padding_left"].toInt(),
+                                           saved[2]);
+    return {grads.x, grads.weight, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct DynamicConvFunction : public torch::autograd::Function<DynamicConvFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& kernels,
+                               int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
+    const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
+    ctx->save_for_backward({x, kernels, mask});
+    ctx->saved_data["padding_left"] = padding_left;
+    return kernels::dynamic_conv_forward(x, kernels, padding_left, mask);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    kernels::ConvGrads grads =
+        kernels::dynamic_conv_backward(grad_outputs[0], saved[0], saved[1], ctx->saved_data["padding_left"].toInt(),
+                                       saved[2]);
+    return {grads.x, grads.weight, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct DepthwiseConvFunction : public torch::autograd::Function<DepthwiseConvFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+                               const std::optional<torch::Tensor>& bias_arg, int64_t padding_left,
+                               const std::optional<torch::Tensor>& mask_arg) {
+    const torch::Tensor bias = bias_arg.value_or(torch::Tensor());
+    const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
+    ctx->save_for_backward({x, weight, mask});
+    ctx->saved_data["has_bias"] = bias.defined();
+    ctx->saved_data["padding_left"] = padding_left;
+    return kernels::depthwise_conv_forward(x, weight, bias, padding_left, mask);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    // Only definedness of the bias matters to the backward: pass an empty stand-in of the right kind.
+    torch::Tensor bias_marker = ctx->saved_data["has_bias"].toBool() ? torch::empty({0}) : torch::Tensor();
+    kernels::ConvGrads grads =
+        kernels::depthwise_conv_backward(grad_outputs[0], saved[0], saved[1], bias_marker,
+                                         ctx->saved_data["padding_left"].toInt(), saved[2]);
+    return {grads.x, grads.weight, grads.bias, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+struct RelativePositionScoresFunction : public torch::autograd::Function<RelativePositionScoresFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const std::optional<torch::Tensor>& w_arg,
+                               const std::optional<torch::Tensor>& beta_arg, int64_t radius, double scale) {
+    const torch::Tensor w = w_arg.value_or(torch::Tensor());
+    const torch::Tensor beta = beta_arg.value_or(torch::Tensor());
+    ctx->save_for_backward({q, w, beta});
+    ctx->saved_data["radius"] = radius;
+    ctx->saved_data["scale"] = scale;
+    return kernels::relative_position_scores_forward(q, w, beta, radius, scale);
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    kernels::RelposGrads grads = kernels::relative_position_scores_backward(
+        grad_outputs[0], saved[0], saved[1], saved[2], ctx->saved_data["radius"].toInt(),
+        ctx->saved_data["scale"].toDouble());
+    return {grads.q, grads.w, grads.beta, torch::Tensor(), torch::Tensor()};
+  }
+};
+
+bool fused() { return current_path.load() == KernelPath::kFused; }
 
 }  // namespace
 
@@ -26,22 +115,26 @@ std::string kernel_path_name(KernelPath path) { return path == KernelPath::kFuse
 
 torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding_left,
                                const torch::Tensor& mask) {
-  return kernels::reference::lightweight_conv(x, weight, padding_left, mask);
+  if (!fused()) return kernels::reference::lightweight_conv(x, weight, padding_left, mask);
+  return LightweightConvFunction::apply(x, weight, padding_left, optional(mask));
 }
 
 torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels, int64_t padding_left,
                            const torch::Tensor& mask) {
-  return kernels::reference::dynamic_conv(x, kernels, padding_left, mask);
+  if (!fused()) return kernels::reference::dynamic_conv(x, kernels, padding_left, mask);
+  return DynamicConvFunction::apply(x, kernels, padding_left, optional(mask));
 }
 
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              int64_t padding_left, const torch::Tensor& mask) {
-  return kernels::reference::depthwise_conv(x, weight, bias, padding_left, mask);
+  if (!fused()) return kernels::reference::depthwise_conv(x, weight, bias, padding_left, mask);
+  return DepthwiseConvFunction::apply(x, weight, optional(bias), padding_left, optional(mask));
 }
 
 torch::Tensor relative_position_scores(const torch::Tensor& q, const torch::Tensor& w, const torch::Tensor& beta,
                                        int64_t radius, double scale) {
-  return kernels::reference::relative_position_scores(q, w, beta, radius, scale);
+  if (!fused()) return kernels::reference::relative_position_scores(q, w, beta, radius, scale);
+  return RelativePositionScoresFunction::apply(q, optional(w), optional(beta), radius, scale);
 }
 
 }  // namespace cabert::ops

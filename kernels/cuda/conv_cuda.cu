@@ -1,0 +1,216 @@
+// CUDA kernels of the convolution-branch ops: one thread per output element, the arithmetic of each element
+// being the host/device functions of kernels/conv_math.h (which the CPU tests run against the reference).
+// Any kernel size and padding work (taps are looped, never unrolled to a fixed K); grid-stride loops cover
+// any size; every launch is checked.
+#include <ATen/ATen.h>
+#include <ATen/Dispatch.h>
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDAException.h>
+
+#include "kernels/conv_math.h"
+#include "kernels/cuda/conv_cuda.h"
+
+namespace cabert::kernels::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int64_t kMaxBlocks = 65535;
+
+int blocks_for(int64_t n) { return static_cast<int>(math::min64((n + kThreads - 1) / kThreads, kMaxBlocks)); }
+
+#define CABERT_GRID_LOOP(index, n) \
+  for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < (n); index += int64_t(blockDim.x) * gridDim.x)
+
+template <typename Kernel, typename... Args>
+void launch(int64_t n, Kernel kernel, Args... args) {
+  if (n == 0) return;
+  kernel<<<blocks_for(n), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(n, args...);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
+const bool* mask_data(const at::Tensor& mask) { return mask.defined() ? mask.data_ptr<bool>() : nullptr; }
+
+// ---- lightweight / depthwise: weight [G, K], channel c uses row c / (C / G) ----
+
+template <typename T>
+__global__ void grouped_forward_kernel(int64_t n, const T* x, const T* weight, const T* bias, const bool* mask,
+                                       T* out, int64_t length, int64_t channels, int64_t group_size,
+                                       int64_t kernel_size, int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t c = index % channels, t = (index / channels) % length, b = index / (channels * length);
+    const bool* m = math::mask_row(mask, b, length);
+    const T* taps = weight + (c / group_size) * kernel_size;
+    T value = math::conv_output_element(x + b * length * channels, m, taps, 0, t, c, length, channels,
+                                        kernel_size, pad);
+    if (bias != nullptr && math::is_real(m, t)) value += bias[c];
+    out[index] = value;
+  }
+}
+
+template <typename T>
+__global__ void grouped_input_grad_kernel(int64_t n, const T* grad, const T* weight, const bool* mask, T* grad_x,
+                                          int64_t length, int64_t channels, int64_t group_size, int64_t kernel_size,
+                                          int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t c = index % channels, s = (index / channels) % length, b = index / (channels * length);
+    const T* taps = weight + (c / group_size) * kernel_size;
+    grad_x[index] = math::conv_input_grad_element(grad + b * length * channels, math::mask_row(mask, b, length), taps, 0,
+                                                  s, c, length, channels, kernel_size, pad);
+  }
+}
+
+// partial [B, C, K]: the weight gradient of each batch element (summed over B afterwards).
+template <typename T>
+__global__ void grouped_weight_grad_kernel(int64_t n, const T* grad, const T* x, const bool* mask, T* partial,
+                                           int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t k = index % kernel_size, c = (index / kernel_size) % channels,
+                  b = index / (kernel_size * channels);
+    partial[index] = math::conv_weight_grad_element(grad + b * length * channels, x + b * length * channels,
+                                                    math::mask_row(mask, b, length), c, k, length, channels, pad);
+  }
+}
+
+// ---- dynamic: kernels [B, T, H, K] ----
+
+template <typename T>
+__global__ void dynamic_forward_kernel(int64_t n, const T* x, const T* kernels, const bool* mask, T* out,
+                                       int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
+                                       int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t c = index % channels, t = (index / channels) % length, b = index / (channels * length);
+    const int64_t h = c / (channels / heads);
+    const T* taps = kernels + (b * length * heads + h) * kernel_size;
+    out[index] = math::conv_output_element(x + b * length * channels, math::mask_row(mask, b, length), taps,
+                                           heads * kernel_size, t, c, length, channels, kernel_size, pad);
+  }
+}
+
+template <typename T>
+__global__ void dynamic_input_grad_kernel(int64_t n, const T* grad, const T* kernels, const bool* mask, T* grad_x,
+                                          int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
+                                          int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t c = index % channels, s = (index / channels) % length, b = index / (channels * length);
+    const int64_t h = c / (channels / heads);
+    const T* taps = kernels + (b * length * heads + h) * kernel_size;
+    grad_x[index] = math::conv_input_grad_element(grad + b * length * channels, math::mask_row(mask, b, length), taps,
+                                                  heads * kernel_size, s, c, length, channels, kernel_size, pad);
+  }
+}
+
+template <typename T>
+__global__ void dynamic_kernel_grad_kernel(int64_t n, const T* grad, const T* x, const bool* mask, T* grad_kernels,
+                                           int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
+                                           int64_t pad) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t k = index % kernel_size, h = (index / kernel_size) % heads,
+                  t = (index / (kernel_size * heads)) % length, b = index / (kernel_size * heads * length);
+    const int64_t head_size = channels / heads;
+    grad_kernels[index] = math::conv_tap_grad_element(grad + b * length * channels, x + b * length * channels,
+                                                      math::mask_row(mask, b, length), t, k, h * head_size,
+                                                      (h + 1) * head_size, length, channels, pad);
+  }
+}
+
+// ---- relative positions ----
+
+template <typename T>
+__global__ void relpos_expand_kernel(int64_t n, const T* band, const T* beta, T* out, int64_t heads, int64_t length,
+                                     int64_t radius) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t j = index % length, i = (index / length) % length, matrix = index / (length * length);
+    const int64_t width = 2 * radius + 1;
+    out[index] = math::relpos_score_element(band ? band + matrix * length * width : nullptr,
+                                            beta ? beta + (matrix % heads) * width : nullptr, i, j, radius);
+  }
+}
+
+template <typename T>
+__global__ void relpos_reduce_kernel(int64_t n, const T* grad, T* band_grad, int64_t length, int64_t radius) {
+  CABERT_GRID_LOOP(index, n) {
+    const int64_t width = 2 * radius + 1;
+    const int64_t r = index % width, row = index / width;
+    band_grad[index] = math::relpos_band_grad_element(grad + row * length, row % length, r, length, radius);
+  }
+}
+
+template <typename T>
+const T* data_or_null(const at::Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+
+}  // namespace
+
+at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
+                                int64_t pad, const at::Tensor& mask) {
+  const int64_t length = x.size(1), channels = x.size(2);
+  at::Tensor out = at::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_forward_cuda", [&] {
+    launch(x.numel(), grouped_forward_kernel<scalar_t>, x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
+           data_or_null<scalar_t>(bias), mask_data(mask), out.data_ptr<scalar_t>(), length, channels,
+           channels / weight.size(0), weight.size(1), pad);
+  });
+  return out;
+}
+
+void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight, int64_t pad,
+                           const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_weight_per_channel) {
+  const int64_t batch = x.size(0), length = x.size(1), channels = x.size(2), kernel_size = weight.size(1);
+  grad_x = at::empty_like(x);
+  at::Tensor partial = at::empty({batch, channels, kernel_size}, x.options());
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_backward_cuda", [&] {
+    launch(x.numel(), grouped_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
+           mask_data(mask), grad_x.data_ptr<scalar_t>(), length, channels, channels / weight.size(0), kernel_size,
+           pad);
+    launch(partial.numel(), grouped_weight_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+           mask_data(mask), partial.data_ptr<scalar_t>(), length, channels, kernel_size, pad);
+  });
+  grad_weight_per_channel = partial.sum(0);
+}
+
+at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t pad, const at::Tensor& mask) {
+  at::Tensor out = at::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_forward_cuda", [&] {
+    launch(x.numel(), dynamic_forward_kernel<scalar_t>, x.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
+           mask_data(mask), out.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3), pad);
+  });
+  return out;
+}
+
+void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& kernels, int64_t pad,
+                           const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_kernels) {
+  grad_x = at::empty_like(x);
+  grad_kernels = at::empty_like(kernels);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_backward_cuda", [&] {
+    launch(x.numel(), dynamic_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
+           mask_data(mask), grad_x.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3),
+           pad);
+    launch(kernels.numel(), dynamic_kernel_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+           mask_data(mask), grad_kernels.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2),
+           kernels.size(3), pad);
+  });
+}
+
+at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t batch, int64_t heads,
+                         int64_t length, int64_t radius) {
+  const at::Tensor& like = band.defined() ? band : beta;
+  at::Tensor out = at::empty({batch, heads, length, length}, like.options());
+  AT_DISPATCH_FLOATING_TYPES(like.scalar_type(), "relpos_expand_cuda", [&] {
+    launch(out.numel(), relpos_expand_kernel<scalar_t>, data_or_null<scalar_t>(band), data_or_null<scalar_t>(beta),
+           out.data_ptr<scalar_t>(), heads, length, radius);
+  });
+  return out;
+}
+
+at::Tensor relpos_reduce(const at::Tensor& grad, int64_t radius) {
+  const int64_t length = grad.size(3);
+  at::Tensor band_grad = at::empty({grad.size(0), grad.size(1), length, 2 * radius + 1}, grad.options());
+  AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "relpos_reduce_cuda", [&] {
+    launch(band_grad.numel(), relpos_reduce_kernel<scalar_t>, grad.data_ptr<scalar_t>(),
+           band_grad.data_ptr<scalar_t>(), length, radius);
+  });
+  return band_grad;
+}
+
+}  // namespace cabert::kernels::cuda
