@@ -1,0 +1,138 @@
+// The per-element maths that the CUDA kernels run (kernels/conv_math.h), executed on CPU element by element
+// exactly as the CUDA threads index it, against the reference ops and their autograd gradients. This is how
+// the CUDA arithmetic is tested on a machine without a GPU (the launches themselves are untested here).
+#include <gtest/gtest.h>
+
+#include "kernels/conv_math.h"
+#include "kernels/reference/conv_reference.h"
+
+namespace cabert {
+namespace {
+
+namespace math = kernels::math;
+
+torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
+
+const bool* mask_ptr(const torch::Tensor& mask) { return mask.defined() ? mask.data_ptr<bool>() : nullptr; }
+
+TEST(ConvMath, TapRangesCoverExactlyTheInRangeSources) {
+  for (int64_t T : {1, 3, 8})
+    for (int64_t K : {1, 2, 5, 11})
+      for (int64_t pad = 0; pad < K; ++pad)
+        for (int64_t t = 0; t < T; ++t) {
+          const auto out = math::taps_of_output(t, T, K, pad);
+          const auto src = math::taps_of_source(t, T, K, pad);
+          for (int64_t k = 0; k < K; ++k) {
+            const bool source_inside = t + k - pad >= 0 && t + k - pad < T;
+            EXPECT_EQ(k >= out.begin && k < out.end, source_inside) << T << " " << K << " " << pad << " " << t;
+            const bool output_inside = t - k + pad >= 0 && t - k + pad < T;
+            EXPECT_EQ(k >= src.begin && k < src.end, output_inside) << T << " " << K << " " << pad << " " << t;
+          }
+        }
+}
+
+// Dynamic conv, indexed like dynamic_*_kernel in kernels/cuda/conv_cuda.cu.
+TEST(ConvMath, DynamicConvElementsMatchReference) {
+  torch::manual_seed(21);
+  const int64_t B = 2, T = 5, C = 4, H = 2, hs = C / H;
+  for (int64_t K : {1, 4, 7}) {
+    for (int64_t pad : {K / 2, K - 1}) {
+      auto mask = torch::tensor({1, 1, 1, 0, 0, 1, 0, 1, 1, 1}, torch::kBool).view({B, T});
+      auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
+      auto kern = torch::randn({B, T, H, K}, f64()).requires_grad_(true);
+      auto probe = torch::randn({B, T, C}, f64());
+      auto expected = kernels::reference::dynamic_conv(x, kern, pad, mask);
+      auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, kern});
+      auto xd = x.detach().contiguous(), kd = kern.detach().contiguous();
+      auto out = torch::zeros({B, T, C}, f64()), gx = torch::zeros({B, T, C}, f64());
+      auto gk = torch::zeros({B, T, H, K}, f64());
+      const double *xp = xd.data_ptr<double>(), *kp = kd.data_ptr<double>(), *gp = probe.data_ptr<double>();
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t c = 0; c < C; ++c) {
+            const double* taps = kp + (b * T * H + c / hs) * K;
+            const bool* m = math::mask_row(mask_ptr(mask), b, T);
+            out[b][t][c] = math::conv_output_element(xp + b * T * C, m, taps, H * K, t, c, T, C, K, pad);
+            gx[b][t][c] = math::conv_input_grad_element(gp + b * T * C, m, taps, H * K, t, c, T, C, K, pad);
+          }
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t t = 0; t < T; ++t)
+          for (int64_t h = 0; h < H; ++h)
+            for (int64_t k = 0; k < K; ++k)
+              gk[b][t][h][k] = math::conv_tap_grad_element(gp + b * T * C, xp + b * T * C,
+                                                           math::mask_row(mask_ptr(mask), b, T), t, k, h * hs,
+                                                           (h + 1) * hs, T, C, pad);
+      EXPECT_TRUE(torch::allclose(out, expected.detach())) << "K=" << K << " pad=" << pad;
+      EXPECT_TRUE(torch::allclose(gx, grads[0])) << "K=" << K << " pad=" << pad;
+      EXPECT_TRUE(torch::allclose(gk, grads[1])) << "K=" << K << " pad=" << pad;
+    }
+  }
+}
+
+// Depthwise conv (position-independent weights), indexed like grouped_*_kernel.
+TEST(ConvMath, DepthwiseElementsMatchReference) {
+  torch::manual_seed(22);
+  const int64_t B = 2, T = 4, C = 3;
+  for (int64_t K : {2, 3, 9}) {
+    const int64_t pad = K / 2;
+    auto mask = torch::tensor({1, 1, 1, 0, 1, 0, 1, 1}, torch::kBool).view({B, T});
+    auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
+    auto w = torch::randn({C, K}, f64()).requires_grad_(true);
+    auto probe = torch::randn({B, T, C}, f64());
+    auto expected = kernels::reference::depthwise_conv(x, w, {}, pad, mask);
+    auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, w});
+    auto xd = x.detach().contiguous(), wd = w.detach().contiguous();
+    auto out = torch::zeros({B, T, C}, f64()), gx = torch::zeros({B, T, C}, f64()), gw = torch::zeros({C, K}, f64());
+    const double *xp = xd.data_ptr<double>(), *wp = wd.data_ptr<double>(), *gp = probe.data_ptr<double>();
+    for (int64_t b = 0; b < B; ++b) {
+      const bool* m = math::mask_row(mask.data_ptr<bool>(), b, T);
+      for (int64_t t = 0; t < T; ++t)
+        for (int64_t c = 0; c < C; ++c) {
+          out[b][t][c] = math::conv_output_element(xp + b * T * C, m, wp + c * K, 0, t, c, T, C, K, pad);
+          gx[b][t][c] = math::conv_input_grad_element(gp + b * T * C, m, wp + c * K, 0, t, c, T, C, K, pad);
+        }
+      for (int64_t c = 0; c < C; ++c)
+        for (int64_t k = 0; k < K; ++k)
+          gw[c][k] += math::conv_weight_grad_element(gp + b * T * C, xp + b * T * C, m, c, k, T, C, pad);
+    }
+    EXPECT_TRUE(torch::allclose(out, expected.detach())) << K;
+    EXPECT_TRUE(torch::allclose(gx, grads[0])) << K;
+    EXPECT_TRUE(torch::allclose(gw, grads[1])) << K;
+  }
+}
+
+TEST(ConvMath, RelativePositionElementsMatchReference) {
+  torch::manual_seed(23);
+  const int64_t B = 1, N = 2, d = 3;
+  for (int64_t T : {1, 4, 7})
+    for (int64_t n : {0, 1, 3, 9}) {
+      const int64_t R = 2 * n + 1;
+      auto q = torch::randn({B, N, T, d}, f64()).requires_grad_(true);
+      auto w = torch::randn({R, d}, f64());
+      auto beta = torch::randn({N, R}, f64());
+      auto probe = torch::randn({B, N, T, T}, f64());
+      auto expected = kernels::reference::relative_position_scores(q, w, beta, n, 1.0);
+      auto band = torch::matmul(q.detach(), w.t()).contiguous();  // [B, N, T, R]
+      // The band gradient the reduction must produce: d loss / d band = probe summed per relative index.
+      auto band_leaf = band.clone().requires_grad_(true);
+      auto index = kernels::reference::relative_index_matrix(T, n, torch::kCPU);
+      auto via_band = band_leaf.gather(3, index.expand({B, N, T, T})) + beta.index_select(1, index.reshape(-1)).view({1, N, T, T});
+      auto band_grad_expected = torch::autograd::grad({(via_band * probe).sum()}, {band_leaf})[0];
+      auto out = torch::zeros({B, N, T, T}, f64());
+      auto band_grad = torch::zeros({B, N, T, R}, f64());
+      for (int64_t h = 0; h < N; ++h)
+        for (int64_t i = 0; i < T; ++i) {
+          for (int64_t j = 0; j < T; ++j)
+            out[0][h][i][j] = math::relpos_score_element(band.data_ptr<double>() + h * T * R,
+                                                         beta.data_ptr<double>() + h * R, i, j, n);
+          for (int64_t r = 0; r < R; ++r)
+            band_grad[0][h][i][r] =
+                math::relpos_band_grad_element(probe.data_ptr<double>() + (h * T + i) * T, i, r, T, n);
+        }
+      EXPECT_TRUE(torch::allclose(out, expected.detach())) << "T=" << T << " n=" << n;
+      EXPECT_TRUE(torch::allclose(band_grad, band_grad_expected)) << "T=" << T << " n=" << n;
+    }
+}
+
+}  // namespace
+}  // namespace cabert
