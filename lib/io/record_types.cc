@@ -1,5 +1,6 @@
 #include "lib/io/record_types.h"
 
+#include "formats/bench.pb.h"
 #include "formats/checkpoint.pb.h"
 #include "formats/corpus.pb.h"
 #include "formats/header.pb.h"
@@ -17,6 +18,7 @@ const std::vector<RecordType>& all_record_types() {
       {"cabert.pb.CheckpointEntry", "checkpoint", 1, pb::CheckpointEntry::descriptor()},
       {"cabert.pb.MetricsRecord", "training metrics", 1, pb::MetricsRecord::descriptor()},
       {"cabert.pb.TaskMetrics", "task metrics", 1, pb::TaskMetrics::descriptor()},
+      {"cabert.pb.BenchRecord", "benchmark records", 1, pb::BenchRecord::descriptor()},
   };
   return types;
 }
