@@ -102,6 +102,8 @@ void add_tokenize(CLI::App& app) {
       ->required();
   train->add_option("--model-type", train_flags->options.model_type, "unigram or bpe")->capture_default_str();
   train->add_flag("--lowercase", train_flags->options.lowercase, "Case-fold while normalising (uncased model)");
+  train->add_flag("--byte-fallback", train_flags->options.byte_fallback,
+                  "Unknown characters become byte pieces instead of [UNK] (lossless round trip)");
   train->add_option("--sentinels", train_flags->options.num_sentinels, "Sentinel tokens for span corruption")
       ->capture_default_str();
   train->add_option("--character-coverage", train_flags->options.character_coverage)->capture_default_str();

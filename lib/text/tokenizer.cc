@@ -56,7 +56,7 @@ class SentenceFeeder : public sentencepiece::SentenceIterator {
 }  // namespace
 
 std::string fnv1a64_hex(const std::string& bytes) {
-  uint64_t hash = 1469598103934665603ULL;
+  uint64_t hash = 14695981039346656037ULL;  // FNV-1a 64-bit offset basis
   for (unsigned char byte : bytes) {
     hash ^= byte;
     hash *= 1099511628211ULL;
@@ -85,7 +85,7 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
        << " --input_sentence_size=" << options.max_sentences << " --shuffle_input_sentence=true"
        << " --num_threads=" << std::max(options.threads, 1)
        << " --normalization_rule_name=" << (options.lowercase ? "nmt_nfkc_cf" : "nmt_nfkc")
-       << " --hard_vocab_limit=false --minloglevel=2";
+       << " --byte_fallback=" << (options.byte_fallback ? "true" : "false") << " --hard_vocab_limit=false --minloglevel=2";
   // Sentence sampling and shuffling inside the trainer draw from SentencePiece's global generator.
   sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(options.seed & 0x7fffffff));
   SentenceFeeder feeder(options);

@@ -33,6 +33,8 @@ struct TokenizerTrainOptions {
   std::string model_type = "unigram";  // or "bpe"
   bool lowercase = false;
   int num_sentinels = 100;
+  // Characters outside the vocabulary become UTF-8 byte pieces instead of [UNK] (256 pieces of the vocabulary).
+  bool byte_fallback = false;
   double character_coverage = 0.9999;
   uint64_t max_sentences = 2000000;  // sentences sampled for training
   uint64_t seed = 42;

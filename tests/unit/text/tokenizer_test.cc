@@ -4,6 +4,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include "lib/core/errors.h"
@@ -43,8 +44,11 @@ TEST(Tokenizer, SpecialTokensSitAtTheirDocumentedIds) {
   EXPECT_EQ(tokenizer.num_sentinels(), 8);
   EXPECT_EQ(tokenizer.id_to_piece(tokenizer.sentinel_id(7)), "<extra_id_7>");
   EXPECT_EQ(tokenizer.vocab_size(), 600);
-  // Text never produces control tokens: "[MASK]" typed in text is split into ordinary pieces.
-  for (int id : tokenizer.encode("a [MASK] b [CLS]")) EXPECT_GE(id, 5 + 8);
+  // Text never produces control tokens: "[MASK]" typed in text becomes ordinary pieces (or [UNK] for the
+  // brackets, which Alice never uses).
+  for (int id : tokenizer.encode("a [MASK] b [CLS]")) {
+    EXPECT_TRUE(id == SpecialTokens::kUnk || id >= 5 + 8) << id;
+  }
 }
 
 TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
@@ -52,11 +56,27 @@ TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
   // Lower-cased (nmt_nfkc_cf), whitespace collapsed and trimmed, full-width letters folded by NFKC.
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("  Alice   was VERY tired  ")), "alice was very tired");
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("\xEF\xBC\xA1lice")), "alice");  // U+FF21 full-width A
-  for (const std::string text : {"Down the Rabbit-Hole.", "\"Curiouser and curiouser!\" cried Alice",
-                                 "Who are YOU?", "it's 1865, isn't it"}) {
+  for (const std::string text : {"Down the Rabbit-Hole.", "\xE2\x80\x9C Curiouser and curiouser!\xE2\x80\x9D cried Alice",
+                                 "Who are YOU?", "it\xE2\x80\x99s the Queen, isn\xE2\x80\x99t it"}) {
     std::string once = tokenizer.decode(tokenizer.encode(text));
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(once)), once) << text;  // normalisation is idempotent
   }
+}
+
+TEST(Tokenizer, UnknownCharactersBecomeUnkOrBytesWithByteFallback) {
+  Tokenizer tokenizer(shared_model());
+  std::vector<int> ids = tokenizer.encode("alice \xE2\x98\x83");  // U+2603 SNOWMAN, not in Alice
+  EXPECT_NE(std::find(ids.begin(), ids.end(), SpecialTokens::kUnk), ids.end());
+  TokenizerTrainOptions options;
+  options.inputs = {source_dir() + "/tests/data/sentences.txt"};
+  options.vocab_size = 400;
+  options.num_sentinels = 2;
+  options.byte_fallback = true;
+  options.model_prefix = temp_dir() + "/bytes";
+  train_tokenizer(options);
+  Tokenizer bytes(options.model_prefix + ".model");
+  std::string text = "caf\xC3\xA9 \xE2\x98\x83 42";
+  EXPECT_EQ(bytes.decode(bytes.encode(text)), text);
 }
 
 TEST(Tokenizer, ChecksumIdentifiesTheModelFile) {
