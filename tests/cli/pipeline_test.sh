@@ -24,7 +24,8 @@ used = sorted((int(r.get("document", 0)), int(r.get("first_sentence", 0)) + k)
 assert used == sorted(set(used)) and len(used) == 13, used   # 13 sentences, each used exactly once
 PY
 
-# Decode(encode(x)) is the normalised x (lower-cased here) line by line, blank lines kept.
+# Decode(encode(x)) is the normalised x (lower-cased here; byte fallback covers characters Alice lacks),
+# line by line, blank lines kept.
 "$CABERT" -q tokenize encode -m "$work/tok.model" -i "$sentences" -o "$work/tokens"
 "$CABERT" -q tokenize decode -m "$work/tok.model" -i "$work/tokens" -o "$work/decoded.txt"
 [ "$(wc -l < "$work/decoded.txt")" = "$(wc -l < "$sentences")" ] || fail "decode changed the line count"
