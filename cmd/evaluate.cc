@@ -183,7 +183,7 @@ void run_evaluate(const EvaluateCommand& command) {
       record.set_examples(split.size());
       for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
       record.set_score(predictions.score);
-      record.set_checkpoint(command.model);
+      record.set_checkpoint(fs::absolute(command.model).lexically_normal().string());
       writer->write(record);
     }
   }

@@ -75,7 +75,17 @@ SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const Summar
   for (const auto& record : records) {
     if (record.kind() == pb::TaskMetrics::EPOCH) continue;
     if (grouped.count(record.model()) == 0) table.models.push_back(record.model());
-    grouped[record.model()][record.task()].push_back(&record);
+    auto& group = grouped[record.model()][record.task()];
+    // One checkpoint is one run: a later record of the same checkpoint (an evaluation after fine-tuning)
+    // replaces the earlier one instead of counting as another run.
+    auto same = std::find_if(group.begin(), group.end(), [&](const pb::TaskMetrics* other) {
+      return !record.checkpoint().empty() && other->checkpoint() == record.checkpoint();
+    });
+    if (same != group.end()) {
+      *same = &record;
+    } else {
+      group.push_back(&record);
+    }
     tasks.insert(record.task());
   }
   for (const auto& task : glue_table_tasks()) {
@@ -161,6 +171,21 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
   for (size_t i = 1; i < header.size(); ++i) out += "---:|";
   out += "\n";
   for (const auto& row : rows) line(row);
+  if (any_glue) {
+    // Say what the GLUE column averages, since a partial set of tasks is not the leaderboard's score.
+    std::set<std::vector<std::string>> sets;
+    for (const auto& [model, tasks] : table.glue_tasks) sets.insert(tasks);
+    out += "\nGLUE: mean of the task scores";
+    if (sets.size() == 1) {
+      std::string names;
+      for (const auto& task : *sets.begin()) names += (names.empty() ? "" : ", ") + task;
+      out += " over " + names;
+    } else {
+      out += " over the GLUE tasks each model has";
+    }
+    out += str(" (MNLI-m/-mm count as one task; WNLI ", options.glue_with_wnli ? "included" : "left out",
+               "; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)\n");
+  }
   return out;
 }
 

@@ -364,7 +364,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           record.set_examples(dev.size());
           for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
           record.set_score(predictions.score);
-          record.set_checkpoint(run_checkpoint);
+          record.set_checkpoint(fs::absolute(run_checkpoint).lexically_normal().string());
           record.set_run(run);
           record.set_seed(seed);
           record.set_epoch(epoch);

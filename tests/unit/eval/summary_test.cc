@@ -64,7 +64,9 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
             "| model | CoLA | SST-2 | imdb | GLUE |\n"
             "|---|---:|---:|---:|---:|\n"
             "| small | 30.0 | 82.0 ± 2.0 | - | 56.0 |\n"
-            "| base | 50.0 | - | 70.0 | 50.0 |\n");
+            "| base | 50.0 | - | 70.0 | 50.0 |\n"
+            "\nGLUE: mean of the task scores over the GLUE tasks each model has (MNLI-m/-mm count as one task; "
+            "WNLI left out; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)\n");
   EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options),
             "model\tCoLA\tSST-2\timdb\tGLUE\n"
             "small\t30.0\t82.0 +- 2.0\t-\t56.0\n"
@@ -73,6 +75,15 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
   EXPECT_EQ(json["models"][1]["model"], "base");
   EXPECT_NEAR(json["models"][0]["tasks"]["SST-2"]["score"].get<double>(), 82.0, 1e-9);
   EXPECT_NEAR(json["models"][1]["tasks"]["imdb"]["metrics"]["macro_f1"].get<double>(), 0.69, 1e-9);
+
+  // A second record of the same checkpoint (evaluation after fine-tuning) replaces the first.
+  std::vector<pb::TaskMetrics> twice = {record("m", "RTE", {{"accuracy", 0.6}}),
+                                        record("m", "RTE", {{"accuracy", 0.7}}, pb::TaskMetrics::EVALUATION)};
+  twice[0].set_checkpoint("/x/best.cabert");
+  twice[1].set_checkpoint("/x/best.cabert");
+  SummaryTable deduplicated = summarize(twice, options);
+  EXPECT_EQ(deduplicated.cells["m"]["RTE"].runs, 1u);
+  EXPECT_NEAR(deduplicated.cells["m"]["RTE"].score, 70.0, 1e-9);
 
   options.aggregate = RunAggregate::kBest;
   SummaryTable best = summarize(records, options);
