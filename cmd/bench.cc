@@ -1,12 +1,205 @@
-// cabert bench: Benchmark convolution ops and models (time, tokens/s, memory, FLOPs).
-// Until its issue (#5) lands, the subcommand is listed in `cabert --help` and, when run, says so and
-// exits 2 (usage error).
+// cabert bench: time the convolution-branch ops (fused against reference, side by side in the same run)
+// and print a table; optionally write BenchRecord files (formats/bench.proto).
+#include <google/protobuf/util/json_util.h>
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <optional>
+
 #include "cmd/commands.h"
+#include "formats/bench.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/log.h"
+#include "lib/io/record_file.h"
+#include "lib/ops/conv_ops.h"
+#include "lib/ops/op_bench.h"
 
 namespace cabert::cmd {
+namespace {
+
+struct BenchOptions {
+  std::vector<std::string> ops;
+  std::vector<int64_t> seqs = {128, 512, 2048};
+  std::vector<int64_t> kernels = {17};
+  int64_t batch = 8, channels = 256, heads = 4;
+  bool backward = false;
+  std::string kernel_paths = "both";
+  int repeats = 10, warmup = 2;
+  std::string dtype = "float";
+  std::string format = "md";
+  std::string output;
+};
+
+std::string fixed(double value, int digits = 2) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.*f", digits, value);
+  return buffer;
+}
+
+class TablePrinter {
+ public:
+  explicit TablePrinter(std::string format) : format_(std::move(format)) {}
+
+  void header(const pb::BenchEnvironment& env) {
+    const std::vector<std::string> columns = {"op", "kernels", "pass", "B", "T", "C", "H", "K", "median ms",
+                                              "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
+    if (format_ == "md") {
+      std::cout << "cabert bench on " << env.cpu_model() << " (" << env.logical_cores() << " logical cores), "
+                << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "\n\n|";
+      for (const auto& c : columns) std::cout << ' ' << c << " |";
+      std::cout << "\n|";
+      for (size_t i = 0; i < columns.size(); ++i) std::cout << (i < 2 ? "---|" : "---:|");
+      std::cout << '\n';
+    } else if (format_ == "tsv") {
+      for (size_t i = 0; i < columns.size(); ++i) std::cout << (i ? "\t" : "") << columns[i];
+      std::cout << '\n';
+    }
+    std::cout.flush();
+  }
+
+  void row(const pb::BenchRecord& r) {
+    if (format_ == "json") {
+      std::string json;
+      google::protobuf::util::JsonPrintOptions options;
+      options.preserve_proto_field_names = true;
+      (void)google::protobuf::util::MessageToJsonString(r, &json, options);
+      std::cout << json << '\n';
+      std::cout.flush();
+      return;
+    }
+    const auto& t = r.timing();
+    const std::vector<std::string> cells = {
+        r.op(), r.kernels(), r.backward() ? "fwd+bwd" : "fwd", std::to_string(r.batch()), std::to_string(r.seq()),
+        std::to_string(r.channels()), std::to_string(r.heads()), std::to_string(r.kernel()), fixed(t.median_ms()),
+        fixed(t.q1_ms()) + "-" + fixed(t.q3_ms()), fixed(t.min_ms()) + "-" + fixed(t.max_ms()),
+        fixed(static_cast<double>(t.peak_extra_bytes()) / (1 << 20), 1),
+        r.speedup_vs_reference() > 0 ? fixed(r.speedup_vs_reference(), 1) + "x" : "-"};
+    if (format_ == "md") {
+      std::cout << '|';
+      for (const auto& c : cells) std::cout << ' ' << c << " |";
+    } else {
+      for (size_t i = 0; i < cells.size(); ++i) std::cout << (i ? "\t" : "") << cells[i];
+    }
+    std::cout << '\n';
+    std::cout.flush();
+  }
+
+ private:
+  std::string format_;
+};
+
+torch::Dtype parse_dtype(const std::string& name) {
+  if (name == "float") return torch::kFloat;
+  if (name == "double") return torch::kDouble;
+  throw UsageError(str("--dtype: expected float or double, got '", name, "'"));
+}
+
+std::vector<ops::KernelPath> parse_paths(const std::string& name) {
+  if (name == "both") return {ops::KernelPath::kReference, ops::KernelPath::kFused};
+  return {ops::parse_kernel_path(name)};
+}
+
+void run_op_bench(const BenchOptions& options) {
+  if (options.format != "md" && options.format != "tsv" && options.format != "json") {
+    throw UsageError(str("--format: expected md, tsv or json, got '", options.format, "'"));
+  }
+  for (const auto& op : options.ops) {
+    if (ops::op_bench_description(op).empty()) {
+      throw UsageError(str("--op: expected one of lightconv, dynamicconv, sdconv, relpos, depthwise, attention, "
+                           "got '", op, "'"));
+    }
+  }
+  const torch::Dtype dtype = parse_dtype(options.dtype);
+  const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
+  const pb::BenchEnvironment env = ops::bench_environment();
+  std::unique_ptr<io::RecordWriter> writer;
+  if (!options.output.empty()) {
+    writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
+  }
+  TablePrinter printer(options.format);
+  printer.header(env);
+  for (const auto& op : options.ops) {
+    log_info("bench ", op, ": ", ops::op_bench_description(op));
+    for (int64_t seq : options.seqs) {
+      for (int64_t kernel : options.kernels) {
+        double reference_median = 0;
+        const bool has_paths = ops::op_bench_has_kernel_paths(op);
+        for (ops::KernelPath path : has_paths ? paths : std::vector<ops::KernelPath>{ops::KernelPath::kFused}) {
+          ops::OpBenchConfig config;
+          config.op = op;
+          config.batch = options.batch;
+          config.seq = seq;
+          config.channels = options.channels;
+          config.heads = options.heads;
+          config.kernel = kernel;
+          config.backward = options.backward;
+          config.path = path;
+          config.warmup = options.warmup;
+          config.repeats = options.repeats;
+          config.dtype = dtype;
+          config.seed = global_options().seed;
+          pb::BenchRecord record;
+          record.set_kind("op");
+          record.set_op(op);
+          record.set_kernels(has_paths ? ops::kernel_path_name(path) : "aten");
+          record.set_backward(options.backward);
+          record.set_batch(options.batch);
+          record.set_seq(seq);
+          record.set_channels(options.channels);
+          record.set_heads(options.heads);
+          record.set_kernel(kernel);
+          record.set_dtype(options.dtype);
+          *record.mutable_timing() = ops::bench_op(config);
+          if (path == ops::KernelPath::kReference) reference_median = record.timing().median_ms();
+          if (path == ops::KernelPath::kFused && reference_median > 0) {
+            record.set_speedup_vs_reference(reference_median / record.timing().median_ms());
+          }
+          *record.mutable_environment() = env;
+          record.set_note(ops::op_bench_description(op));
+          printer.row(record);
+          if (writer) writer->write(record);
+        }
+      }
+    }
+  }
+  if (writer) {
+    writer->close();
+    log_info("bench: ", writer->records_written(), " records -> ", options.output);
+  }
+}
+
+}  // namespace
 
 void add_bench(CLI::App& app) {
-  add_later_subcommand(app, "bench", "Benchmark convolution ops and models (time, tokens/s, memory, FLOPs)", "#5");
+  auto options = std::make_shared<BenchOptions>();
+  CLI::App* sub = app.add_subcommand("bench", "Benchmark convolution ops (time, peak memory, fused vs reference)");
+  sub->add_option("--op", options->ops, "Ops, comma separated: lightconv, dynamicconv, sdconv, relpos, depthwise, "
+                                        "attention")
+      ->delimiter(',')
+      ->required();
+  sub->add_option("--seq", options->seqs, "Sequence lengths, comma separated")->delimiter(',')->capture_default_str();
+  sub->add_option("--kernel", options->kernels, "Kernel sizes K, comma separated (relpos: radius K/2)")
+      ->delimiter(',')
+      ->capture_default_str();
+  sub->add_option("--batch", options->batch, "Batch size")->capture_default_str();
+  sub->add_option("--channels", options->channels, "Channels C (hidden size of the branch)")->capture_default_str();
+  sub->add_option("--heads", options->heads, "Heads H (C/H channels each)")->capture_default_str();
+  sub->add_flag("--backward", options->backward, "Time forward + backward (gradients of every input)");
+  sub->add_option("--kernels", options->kernel_paths,
+                  "fused, reference, or both (side by side, with the speed-up of fused over reference)")
+      ->capture_default_str();
+  sub->add_option("--repeats", options->repeats, "Timed runs per configuration (after warm-up)")
+      ->capture_default_str();
+  sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
+  sub->add_option("--dtype", options->dtype, "float or double")->capture_default_str();
+  sub->add_option("--format", options->format, "Table on stdout: md, tsv or json (one JSON record per line)")
+      ->capture_default_str();
+  sub->add_option("-o,--output", options->output, "Also write BenchRecord records (formats/bench.proto) here");
+  sub->callback([sub, options] {
+    record_options(*sub);
+    run_op_bench(*options);
+  });
 }
 
 }  // namespace cabert::cmd

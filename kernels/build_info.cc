@@ -24,8 +24,25 @@ void require_cuda_build(const char* op_name) {
   }
 }
 
+bool native_cpu_kernels() {
+#ifdef CABERT_NATIVE_KERNELS
+  return true;
+#else
+  return false;
+#endif
+}
+
+std::string source_tree() {
+#ifdef CABERT_SOURCE_TREE
+  return CABERT_SOURCE_TREE;
+#else
+  return "";
+#endif
+}
+
 std::string describe_build() {
   return str("LibTorch ", TORCH_VERSION, ", CUDA kernels: ", built_with_cuda() ? "yes" : "no",
+             ", CPU kernels: ", native_cpu_kernels() ? "native (-march=native)" : "portable",
              ", intra-op threads: ", at::get_num_threads());
 }
 

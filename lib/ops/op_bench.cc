@@ -1,0 +1,253 @@
+#include "lib/ops/op_bench.h"
+
+#include <ATen/Parallel.h>
+#include <torch/version.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <thread>
+
+#include "kernels/build_info.h"
+#include "lib/core/errors.h"
+#include "lib/core/run_context.h"
+#include "lib/ops/memory_meter.h"
+
+namespace cabert::ops {
+namespace {
+
+namespace F = torch::nn::functional;
+
+// One benchmarked block: leaves (inputs and parameters, all requiring grad) and the forward.
+struct OpSetup {
+  std::vector<torch::Tensor> leaves;
+  std::function<torch::Tensor()> forward;
+};
+
+torch::Tensor leaf(std::vector<torch::Tensor>& leaves, torch::Tensor value) {
+  leaves.push_back(value.requires_grad_(true));
+  return leaves.back();
+}
+
+OpSetup make_setup(const OpBenchConfig& c) {
+  const auto options = torch::TensorOptions().dtype(c.dtype);
+  const int64_t B = c.batch, T = c.seq, C = c.channels, H = c.heads, K = c.kernel;
+  const int64_t pad = K / 2;
+  const double init = 1.0 / std::sqrt(static_cast<double>(C));
+  OpSetup s;
+  auto& l = s.leaves;
+  if (c.op == "lightconv") {
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    auto w = leaf(l, torch::randn({H, K}, options));
+    s.forward = [=] { return lightweight_conv(x, w.softmax(-1), pad); };
+  } else if (c.op == "dynamicconv") {
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    auto proj = leaf(l, torch::randn({H * K, C}, options) * init);
+    s.forward = [=] { return dynamic_conv(x, F::linear(x, proj).view({B, T, H, K}).softmax(-1), pad); };
+  } else if (c.op == "sdconv") {
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    auto wq = leaf(l, torch::randn({C, C}, options) * init);
+    auto wv = leaf(l, torch::randn({C, C}, options) * init);
+    auto dw = leaf(l, torch::randn({C, K}, options) * init);
+    auto dwb = leaf(l, torch::zeros({C}, options));
+    auto pw = leaf(l, torch::randn({C, C}, options) * init);
+    auto wf = leaf(l, torch::randn({H * K, C}, options) * init);
+    s.forward = [=] {
+      auto q = F::linear(x, wq);
+      auto v = F::linear(x, wv);
+      auto key_span = F::linear(depthwise_conv(x, dw, dwb, pad), pw);
+      auto kernels = F::linear(q * key_span, wf).view({B, T, H, K}).softmax(-1);
+      return dynamic_conv(v, kernels, pad);
+    };
+  } else if (c.op == "depthwise") {
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    auto w = leaf(l, torch::randn({C, K}, options) * init);
+    auto b = leaf(l, torch::zeros({C}, options));
+    s.forward = [=] { return depthwise_conv(x, w, b, pad); };
+  } else if (c.op == "relpos") {
+    const int64_t d = C / H, radius = K / 2;
+    auto q = leaf(l, torch::randn({B, H, T, d}, options));
+    auto w = leaf(l, torch::randn({2 * radius + 1, d}, options) * init);
+    auto beta = leaf(l, torch::zeros({H, 2 * radius + 1}, options));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    s.forward = [=] { return relative_position_scores(q, w, beta, radius, scale); };
+  } else if (c.op == "attention") {
+    const int64_t d = C / H;
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    auto wqkv = leaf(l, torch::randn({3 * C, C}, options) * init);
+    s.forward = [=] {
+      auto qkv = F::linear(x, wqkv).view({B, T, 3, H, d}).permute({2, 0, 3, 1, 4});  // [3, B, H, T, d]
+      auto scores = torch::matmul(qkv[0], qkv[1].transpose(-1, -2)) / std::sqrt(static_cast<double>(d));
+      return torch::matmul(scores.softmax(-1), qkv[2]).transpose(1, 2).reshape({B, T, C});
+    };
+  } else {
+    throw UsageError(str("--op: expected one of lightconv, dynamicconv, sdconv, relpos, depthwise, attention, got '",
+                         c.op, "'"));
+  }
+  return s;
+}
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto colon = line.find(':');
+      return colon == std::string::npos ? line : line.substr(colon + 2);
+    }
+  }
+  return "unknown";
+}
+
+std::string blas_lines() {
+  std::istringstream config(at::show_config());
+  std::string line, out;
+  while (std::getline(config, line)) {
+    const bool relevant = line.find("BLAS") != std::string::npos || line.find("LAPACK") != std::string::npos ||
+                          line.find("MKL") != std::string::npos || line.find("OpenMP") != std::string::npos ||
+                          line.find("oneDNN") != std::string::npos || line.find("CPU capability") != std::string::npos;
+    if (!relevant) continue;
+    auto first = line.find_first_not_of(" -");
+    out += (out.empty() ? "" : "; ") + line.substr(first == std::string::npos ? 0 : first);
+  }
+  return out;
+}
+
+std::string run_git(const std::string& args) {
+  std::string command = str("git -C '", kernels::source_tree(), "' ", args, " 2>/dev/null");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "";
+  std::string out;
+  char buffer[256];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
+  pclose(pipe);
+  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
+  return out;
+}
+
+}  // namespace
+
+const std::vector<std::string>& op_bench_names() {
+  static const std::vector<std::string> names = {"lightconv", "dynamicconv", "sdconv",
+                                                 "relpos",    "depthwise",   "attention"};
+  return names;
+}
+
+std::string op_bench_description(const std::string& op) {
+  if (op == "lightconv") return "softmax(W[H,K]) then lightweight_conv (as fairseq LightweightConv1dTBC)";
+  if (op == "dynamicconv")
+    return "Linear(C->H*K) + softmax kernels then dynamic_conv (as fairseq DynamicConv1dTBC)";
+  if (op == "sdconv")
+    return "ConvBERT SDConv branch: Q, V' linears, SepConv_K key span (depthwise_conv + pointwise), "
+           "softmax(W_f(Q*Ks)) kernels, dynamic_conv over V' (H conv heads)";
+  if (op == "relpos") return "composite-attention terms q.W^C[r]*scale + beta[r] -> [B,H,T,T] (radius K/2)";
+  if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
+  if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
+  return "";
+}
+
+bool op_bench_has_kernel_paths(const std::string& op) { return op != "attention"; }
+
+pb::BenchTiming summarize_times(std::vector<double> ms) {
+  pb::BenchTiming timing;
+  if (ms.empty()) return timing;
+  std::sort(ms.begin(), ms.end());
+  auto quantile = [&](double p) {
+    const double position = p * static_cast<double>(ms.size() - 1);
+    const size_t low = static_cast<size_t>(std::floor(position));
+    const size_t high = std::min(low + 1, ms.size() - 1);
+    return ms[low] + (ms[high] - ms[low]) * (position - static_cast<double>(low));
+  };
+  timing.set_repeats(static_cast<int>(ms.size()));
+  timing.set_median_ms(quantile(0.5));
+  timing.set_q1_ms(quantile(0.25));
+  timing.set_q3_ms(quantile(0.75));
+  timing.set_min_ms(ms.front());
+  timing.set_max_ms(ms.back());
+  return timing;
+}
+
+pb::BenchTiming bench_op(const OpBenchConfig& config) {
+  if (config.batch < 1 || config.seq < 1 || config.channels < 1 || config.heads < 1 || config.kernel < 1) {
+    throw UsageError("bench: expected positive --batch, --seq, --channels, --heads and --kernel");
+  }
+  if (config.channels % config.heads != 0) {
+    throw UsageError(str("bench: expected --channels divisible by --heads, got ", config.channels, " and ",
+                         config.heads));
+  }
+  if (config.repeats < 1 || config.warmup < 0) throw UsageError("bench: expected --repeats >= 1 and --warmup >= 0");
+  install_cpu_memory_meter();
+  torch::manual_seed(config.seed);
+  const KernelPath previous = kernel_path();
+  set_kernel_path(config.path);
+  OpSetup setup = make_setup(config);
+  auto run_once = [&] {
+    torch::Tensor out = setup.forward();
+    if (config.backward) {
+      torch::Tensor probe = torch::ones_like(out);
+      torch::autograd::grad({out}, setup.leaves, {probe});
+    }
+  };
+  std::vector<double> times;
+  try {
+    for (int i = 0; i < config.warmup + config.repeats; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      if (config.backward) {
+        run_once();
+      } else {
+        torch::NoGradGuard no_grad;
+        run_once();
+      }
+      const auto stop = std::chrono::steady_clock::now();
+      if (i >= config.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+    pb::BenchTiming timing = summarize_times(times);
+    timing.set_warmup(config.warmup);
+    PeakMemoryScope memory;
+    if (config.backward) {
+      run_once();
+    } else {
+      torch::NoGradGuard no_grad;
+      run_once();
+    }
+    timing.set_peak_extra_bytes(memory.peak_extra_bytes());
+    timing.set_memory_method(
+        "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 CPU "
+        "allocator (oneDNN/BLAS internal scratch not counted)");
+    set_kernel_path(previous);
+    return timing;
+  } catch (...) {
+    set_kernel_path(previous);
+    throw;
+  }
+}
+
+pb::BenchEnvironment bench_environment() {
+  pb::BenchEnvironment env;
+  env.set_cpu_model(read_cpu_model());
+  env.set_logical_cores(static_cast<int>(std::thread::hardware_concurrency()));
+  env.set_intra_op_threads(at::get_num_threads());
+  env.set_libtorch_version(TORCH_VERSION);
+  env.set_parallel_info(at::get_parallel_info());
+  env.set_blas(blas_lines());
+  std::string commit = run_git("rev-parse HEAD");
+  if (commit.empty()) {
+    env.set_git_commit("unknown");
+    env.set_git_commit_source(str("git rev-parse failed in the source tree ", kernels::source_tree()));
+  } else {
+    const bool dirty = !run_git("status --porcelain --untracked-files=no").empty();
+    env.set_git_commit(commit + (dirty ? "-dirty" : ""));
+    env.set_git_commit_source(str("`git rev-parse HEAD` at run time in ", kernels::source_tree(),
+                                  " (the binary may be older than the checkout)"));
+  }
+  env.set_cabert_version(cabert_version());
+  env.set_kernels_build(kernels::describe_build());
+  env.set_native_cpu_kernels(kernels::native_cpu_kernels());
+  return env;
+}
+
+}  // namespace cabert::ops

@@ -1,0 +1,44 @@
+// Timing of the convolution-branch ops for `cabert bench --op ...`: each op is set up as the block a model
+// runs (see op_bench_description), timed forward or forward + backward after warm-up, with peak tensor
+// memory from lib/ops/memory_meter.h.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/bench.pb.h"
+#include "lib/ops/conv_ops.h"
+
+namespace cabert::ops {
+
+struct OpBenchConfig {
+  std::string op;  // one of op_bench_names()
+  int64_t batch = 8, seq = 128, channels = 256, heads = 4, kernel = 17;
+  bool backward = false;
+  KernelPath path = KernelPath::kFused;
+  int warmup = 2, repeats = 10;
+  torch::Dtype dtype = torch::kFloat;
+  uint64_t seed = 42;
+};
+
+// lightconv, dynamicconv, sdconv, relpos, depthwise, attention.
+const std::vector<std::string>& op_bench_names();
+// What is timed for `op`, one sentence.
+std::string op_bench_description(const std::string& op);
+// Whether the op has a fused and a reference path (attention is plain ATen only).
+bool op_bench_has_kernel_paths(const std::string& op);
+
+// Median / quartiles / min / max over `repeats` timed runs after `warmup` runs, then one more run for the
+// peak tensor memory above the inputs. Throws UsageError for an unknown op or impossible sizes.
+pb::BenchTiming bench_op(const OpBenchConfig& config);
+
+// Summary statistics of a list of durations in milliseconds.
+pb::BenchTiming summarize_times(std::vector<double> milliseconds);
+
+// Machine, threads, LibTorch, BLAS and git commit, for every bench record.
+pb::BenchEnvironment bench_environment();
+
+}  // namespace cabert::ops
