@@ -6,17 +6,19 @@
 
 #include <iostream>
 #include <map>
+#include <optional>
 
 #include "cmd/commands.h"
 #include "lib/core/errors.h"
 #include "lib/io/record_file.h"
 #include "lib/io/record_types.h"
+#include "lib/text/tokenizer.h"
 
 namespace cabert::cmd {
 namespace {
 
 struct InspectFlags {
-  std::string input;
+  std::string input, tokenizer_model;
   bool json = false;
   int64_t limit = 5;
 };
@@ -28,6 +30,54 @@ std::string to_json(const google::protobuf::Message& message) {
   auto status = google::protobuf::util::MessageToJsonString(message, &out, options);
   if (!status.ok()) throw Error(str("JSON conversion failed: ", status.ToString()));
   return out;
+}
+
+// One line per record: scalar fields as name: value, repeated numbers as name: [a b c].
+std::string compact_text(const google::protobuf::Message& record) {
+  using google::protobuf::FieldDescriptor;
+  const auto* descriptor = record.GetDescriptor();
+  const auto* reflection = record.GetReflection();
+  std::string out;
+  google::protobuf::TextFormat::Printer printer;
+  printer.SetSingleLineMode(true);
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const FieldDescriptor* field = descriptor->field(i);
+    bool numeric_list = field->is_repeated() && field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE &&
+                        field->cpp_type() != FieldDescriptor::CPPTYPE_STRING;
+    if (numeric_list) {
+      int size = reflection->FieldSize(record, field);
+      if (size == 0) continue;
+      out += field->name() + ": [";
+      for (int k = 0; k < size; ++k) {
+        std::string value;
+        printer.PrintFieldValueToString(record, field, k, &value);
+        out += (k ? " " : "") + value;
+      }
+      out += "] ";
+    } else if (field->is_repeated() ? reflection->FieldSize(record, field) > 0 : reflection->HasField(record, field)) {
+      std::string value;
+      printer.PrintFieldValueToString(record, field, field->is_repeated() ? 0 : -1, &value);
+      out += field->name() + ": " + value + " ";
+    }
+  }
+  return out;
+}
+
+// Ids of the first repeated integer field, for --model decoding.
+std::vector<int> token_ids(const google::protobuf::Message& record) {
+  using google::protobuf::FieldDescriptor;
+  const auto* descriptor = record.GetDescriptor();
+  for (int i = 0; i < descriptor->field_count(); ++i) {
+    const auto* field = descriptor->field(i);
+    if (field->is_repeated() && field->cpp_type() == FieldDescriptor::CPPTYPE_INT32) {
+      std::vector<int> ids;
+      for (int k = 0; k < record.GetReflection()->FieldSize(record, field); ++k) {
+        ids.push_back(record.GetReflection()->GetRepeatedInt32(record, field, k));
+      }
+      return ids;
+    }
+  }
+  return {};
 }
 
 // Length of the first repeated integer field ("ids", "token_ids"): what the histogram counts.
@@ -45,6 +95,8 @@ int token_count(const google::protobuf::Message& record) {
 
 void run_inspect(const InspectFlags& flags) {
   io::RecordReader reader(flags.input);
+  std::optional<text::Tokenizer> tokenizer;
+  if (!flags.tokenizer_model.empty()) tokenizer.emplace(flags.tokenizer_model);
   const auto& header = reader.header();
   const io::RecordType* type = io::find_record_type(header.message_type());
   std::unique_ptr<google::protobuf::Message> record;
@@ -81,11 +133,12 @@ void run_inspect(const InspectFlags& flags) {
       if (flags.json) {
         std::cout << to_json(*record) << "\n";
       } else {
-        std::string text;
-        google::protobuf::TextFormat::Printer printer;
-        printer.SetSingleLineMode(true);
-        printer.PrintToString(*record, &text);
-        std::cout << "record " << records << ": " << text << "\n";
+        std::cout << "record " << records << ": " << compact_text(*record) << "\n";
+        if (tokenizer) {
+          std::string pieces;
+          for (int id : token_ids(*record)) pieces += (pieces.empty() ? "" : " ") + tokenizer->id_to_piece(id);
+          std::cout << "  pieces: " << pieces << "\n";
+        }
       }
     }
   }
@@ -117,6 +170,7 @@ void add_inspect(CLI::App& app) {
   auto flags = std::make_shared<InspectFlags>();
   CLI::App* inspect = app.add_subcommand("inspect", "Print any cabert file's header, records and a summary");
   inspect->add_option("file", flags->input, "A cabert file ('-' = stdin)")->required();
+  inspect->add_option("-m,--model", flags->tokenizer_model, "SentencePiece .model: also print each record's pieces");
   inspect->add_flag("--json", flags->json, "JSON lines: header, records, summary");
   inspect->add_option("--limit", flags->limit, "Records to print (-1 = all)")->capture_default_str();
   inspect->callback([flags] { run_inspect(*flags); });

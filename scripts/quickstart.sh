@@ -16,4 +16,4 @@ for book in "$data"/gutenberg/*.txt; do
 done
 "$cabert" build-corpus -m "$out/tokenizer.model" -i "$data/gutenberg" --input-format gutenberg \
   --max-length 128 --shards 2 -o "$out/corpus"
-"$cabert" inspect "$out/corpus-00000-of-00002" --limit 2
+"$cabert" inspect "$out/corpus-00000-of-00002" --limit 2 -m "$out/tokenizer.model"
