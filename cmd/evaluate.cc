@@ -1,5 +1,6 @@
 // cabert evaluate: score a fine-tuned checkpoint on task files (metrics record, printed table, per-example
 // predictions, GLUE submission TSVs, SQuAD prediction JSON), or merge metrics records into the papers' table.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <memory>
@@ -35,11 +36,29 @@ struct EvaluateCommand {
 
 void run_summarize(const EvaluateCommand& command) {
   std::vector<pb::TaskMetrics> records;
-  for (const auto& path : expand_inputs(command.summarize)) {
+  auto read_records = [&](const std::string& path) {
     io::RecordReader reader(path);
     reader.expect("cabert.pb.TaskMetrics");
     pb::TaskMetrics record;
     while (reader.next(&record)) records.push_back(record);
+  };
+  for (const auto& input : command.summarize) {
+    std::error_code ec;
+    if (!fs::is_directory(input, ec)) {
+      read_records(input);
+      continue;
+    }
+    // A directory (e.g. a sweep of model directories): every metrics file below it; checkpoints and other
+    // cabert files are passed over.
+    std::vector<std::string> files;
+    for (const auto& entry : fs::recursive_directory_iterator(input)) {
+      if (entry.is_regular_file() && entry.path().extension() == ".cabert") files.push_back(entry.path().string());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& file : files) {
+      io::RecordReader probe(file);
+      if (probe.header().message_type() == "cabert.pb.TaskMetrics") read_records(file);
+    }
   }
   eval::SummaryOptions options;
   options.aggregate = eval::parse_run_aggregate(command.aggregate);

@@ -169,22 +169,42 @@ struct GlueCase {
   bool header;
   std::vector<std::string> metrics;
   std::set<std::string> labels;  // empty: a number (STS-B)
+  std::string source = "";       // directory with train/dev/test.tsv (default: the shared GLUE one)
+  std::string train_file = "train.tsv";
+  size_t train_offset = 0;
 };
 
 TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
+  // QQP is not shipped: QQP-shaped files from MRPC pairs (id, qid1, qid2, question1, question2, is_duplicate).
+  std::string qqp = dir_ + "/QQP-source";
+  auto mrpc = lines_of(data_ + "/glue/MRPC/train.tsv");
+  for (const char* split : {"train", "dev", "test"}) {
+    bool test = std::string(split) == "test";
+    std::string text = test ? "id\tquestion1\tquestion2\n" : "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n";
+    for (size_t i = 1; i <= 60; ++i) {
+      auto f = split_tabs(mrpc[i + (test ? 200 : std::string(split) == "dev" ? 100 : 0)]);
+      text += std::to_string(i) + "\t" + (test ? "" : f[1] + "\t" + f[2] + "\t") + f[3] + "\t" + f[4] +
+              (test ? "" : "\t" + f[0]) + "\n";
+    }
+    write_text(qqp + "/" + split + ".tsv", text);
+  }
   std::vector<GlueCase> cases = {
       {"CoLA", "CoLA", false, {"mcc", "accuracy"}, {"0", "1"}},
       {"MRPC", "MRPC", true, {"f1", "accuracy"}, {"0", "1"}},
       {"STS-B", "STS-B", true, {"pearson", "spearman"}, {}},
+      {"QQP", "QQP", true, {"f1", "accuracy"}, {"0", "1"}, qqp},
+      // No QNLI train file is shipped: train on other dev rows.
+      {"QNLI", "QNLI", true, {"accuracy"}, {"entailment", "not_entailment"}, "", "dev.tsv", 100},
       {"RTE", "RTE", true, {"accuracy"}, {"entailment", "not_entailment"}},
       {"WNLI", "WNLI", true, {"accuracy"}, {"0", "1"}},
   };
   std::string summary_inputs;
   for (const auto& c : cases) {
     std::string task = dir_ + "/" + c.dir;
-    slice(data_ + "/glue/" + c.dir + "/train.tsv", task + "/train.tsv", c.header, 0, 40);
-    slice(data_ + "/glue/" + c.dir + "/dev.tsv", task + "/dev.tsv", c.header, 0, 24);
-    slice(data_ + "/glue/" + c.dir + "/test.tsv", task + "/test.tsv", true, 0, 30);
+    std::string source = c.source.empty() ? data_ + "/glue/" + c.dir : c.source;
+    slice(source + "/" + c.train_file, task + "/train.tsv", c.header, c.train_offset, 40);
+    slice(source + "/dev.tsv", task + "/dev.tsv", c.header, 0, 24);
+    slice(source + "/test.tsv", task + "/test.tsv", true, 0, 30);
     std::string model = dir_ + "/" + c.dir + "-model";
     auto result = run_command(finetune("--task " + c.task + " --data " + task + " --model-dir " + model +
                                        " --epochs 1 --max-length 48"));
@@ -218,8 +238,13 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
   auto result = run_command(cabert_binary() + " evaluate --summarize" + summary_inputs + " --format tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto table = split_tabs(result.out.substr(0, result.out.find('\n')));
-  EXPECT_EQ(table, (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "RTE", "WNLI", "GLUE"}));
-  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 6);  // header + 5 models
+  EXPECT_EQ(table,
+            (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI", "GLUE"}));
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 8);  // header + 7 models
+  // A directory stands for every metrics file below it (checkpoints are passed over): same table.
+  auto from_directory = run_command(cabert_binary() + " evaluate --summarize " + dir_ + " --format tsv");
+  ASSERT_EQ(from_directory.exit_code, 0) << from_directory.err;
+  EXPECT_NE(from_directory.out.find(result.out.substr(result.out.find('\n') + 1, 20)), std::string::npos);
 }
 
 TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
@@ -378,6 +403,32 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   EXPECT_EQ(split_tabs(predictions[1])[0], "r64");
   std::string label = split_tabs(predictions[1])[1];
   EXPECT_TRUE(label == "neg" || label == "pos");
+}
+
+TEST_F(FinetuneCli, GenericJsonlRegression) {
+  std::string dir = dir_ + "/generic-regression";
+  auto sts = lines_of(data_ + "/glue/STS-B/train.tsv");
+  auto write_jsonl = [&](const std::string& path, size_t first, size_t count) {
+    std::string text;
+    for (size_t i = first; i < first + count; ++i) {
+      auto f = split_tabs(sts[1 + i]);
+      nlohmann::json row = {{"a", f[7]}, {"b", f[8]}, {"score", std::stod(f[9])}};
+      text += row.dump() + "\n";
+    }
+    write_text(path, text);
+  };
+  write_jsonl(dir + "/train.jsonl", 0, 48);
+  write_jsonl(dir + "/dev.jsonl", 48, 20);
+  auto result = run_command(finetune("--task similarity --regression --data " + dir + " --text-column a "
+                                     "--text-pair-column b --label-column score --model-dir " + dir_ +
+                                     "/regression-model --epochs 1 --max-length 48"));
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto records = read_metrics(dir_ + "/regression-model/metrics.cabert");
+  const pb::TaskMetrics* best = best_record(records, "similarity");
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->metrics().count("pearson"), 1u);
+  EXPECT_EQ(best->metrics().count("spearman"), 1u);
+  EXPECT_NEAR(best->score(), 50 * (best->metrics().at("pearson") + best->metrics().at("spearman")), 1e-9);
 }
 
 TEST_F(FinetuneCli, BadInputExitsThreeWithAClearMessage) {
