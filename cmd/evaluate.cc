@@ -32,6 +32,10 @@ struct EvaluateCommand {
   int batch_size = 64;
   double null_threshold = 0;
   bool null_threshold_given = false;
+  // Generic tasks: override the columns the checkpoint was trained with (e.g. --label-column "" for a file
+  // without labels).
+  std::string text_column, text_pair_column, label_column, id_column, table_format;
+  bool label_column_given = false;
 };
 
 void run_summarize(const EvaluateCommand& command) {
@@ -152,6 +156,14 @@ void run_evaluate(const EvaluateCommand& command) {
   }
   tasks::TaskSource source = loaded.source;
   source.skip_bad_rows = command.skip_bad_rows;
+  if (!command.text_column.empty()) source.table.text_column = command.text_column;
+  if (!command.text_pair_column.empty()) source.table.text_pair_column = command.text_pair_column;
+  if (command.label_column_given) source.table.label_column = command.label_column;
+  if (!command.id_column.empty()) source.table.id_column = command.id_column;
+  if (!command.table_format.empty()) {
+    source.table.format = text::parse_table_format(command.table_format);
+    source.format_given = true;
+  }
   train::PredictOptions predict;
   predict.max_length = loaded.max_length;
   predict.batch_size = command.batch_size;
@@ -230,6 +242,12 @@ void add_evaluate(CLI::App& app) {
   auto* threshold = sub->add_option("--null-threshold", command->null_threshold,
                                     "SQuAD v2.0: override the checkpoint's null-score threshold");
   sub->add_flag("--skip-bad-rows", command->skip_bad_rows, "Skip malformed rows instead of stopping");
+  sub->add_option("--text-column", command->text_column, "Generic tasks: text column (default: as fine-tuned)");
+  sub->add_option("--text-pair-column", command->text_pair_column, "Generic tasks: second text column");
+  auto* label_column = sub->add_option("--label-column", command->label_column,
+                                       "Generic tasks: label column; \"\" for an unlabelled file");
+  sub->add_option("--id-column", command->id_column, "Generic tasks: id column");
+  sub->add_option("--table-format", command->table_format, "Generic tasks: csv, tsv or jsonl (default: by extension)");
   sub->add_option("--device", command->device, "cpu or cuda[:N]")->capture_default_str();
   sub->add_option("--kernels", command->kernels, "Convolution kernels: fused or reference")->capture_default_str();
   sub->add_option("--summarize", command->summarize,
@@ -239,9 +257,10 @@ void add_evaluate(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--glue-with-wnli", command->glue_with_wnli,
                 "--summarize: include WNLI in the GLUE score (left out by default, as in BERT/ELECTRA/Chang et al.)");
-  sub->callback([sub, command, threshold] {
+  sub->callback([sub, command, threshold, label_column] {
     record_options(*sub);
     command->null_threshold_given = threshold->count() > 0;
+    command->label_column_given = label_column->count() > 0;
     if (!command->summarize.empty()) {
       if (!command->model.empty()) throw UsageError("give either --summarize or --model, not both");
       run_summarize(*command);

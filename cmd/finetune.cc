@@ -1,6 +1,7 @@
 // cabert finetune: fine-tune an encoder on a GLUE task, SQuAD v1.1/v2.0 or a generic classification /
 // regression set (see lib/train/finetune.h for the protocol and the files written).
 #include <cstdio>
+#include <map>
 #include <memory>
 
 #include "cmd/commands.h"
@@ -25,7 +26,8 @@ void print_summary(const train::FinetuneSummary& summary, int runs) {
   std::printf("| run | task | epoch | score | metrics |\n|---:|---|---:|---:|---|\n");
   for (const auto& record : summary.best_of_runs) {
     std::string metrics;
-    for (const auto& [name, value] : record.metrics()) {
+    std::map<std::string, double> sorted(record.metrics().begin(), record.metrics().end());
+    for (const auto& [name, value] : sorted) {
       char buffer[64];
       std::snprintf(buffer, sizeof buffer, "%s %.2f", name.c_str(), 100 * value);
       metrics += (metrics.empty() ? "" : ", ") + std::string(buffer);
@@ -74,7 +76,7 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--runs", o.runs, "Fine-tune N seeds (--seed, --seed+1, ...): best and mean +- SEM")
       ->capture_default_str();
   sub->add_option("--eval-batch-size", o.eval_batch_size, "Batch size for dev evaluation")->capture_default_str();
-  sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (0 = all)")
+  sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (SQuAD: windows; 0 = all)")
       ->capture_default_str();
   sub->add_option("--doc-stride", o.squad.doc_stride, "SQuAD: context tokens between window starts")
       ->capture_default_str();

@@ -403,6 +403,15 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   EXPECT_EQ(split_tabs(predictions[1])[0], "r64");
   std::string label = split_tabs(predictions[1])[1];
   EXPECT_TRUE(label == "neg" || label == "pos");
+  // An unlabelled file: --label-column "" gives id + prediction rows.
+  write_text(dir + "/test.csv", "id,review\nt1,a gorgeous film\nt2,\"dull, dull, dull\"\n");
+  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
+                       dir + "/test.csv --label-column '' --predictions " + dir + "/test-predictions.tsv");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto unlabeled = lines_of(dir + "/test-predictions.tsv");
+  ASSERT_EQ(unlabeled.size(), 3u);
+  EXPECT_EQ(unlabeled[0], "index\tprediction");
+  EXPECT_EQ(split_tabs(unlabeled[2])[0], "t2");
 }
 
 TEST_F(FinetuneCli, GenericJsonlRegression) {
