@@ -189,7 +189,7 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
 LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
   Checkpoint checkpoint = load_checkpoint(path);
   if (checkpoint.info.kind() != "finetune") {
-    throw UsageError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
+    throw DataError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
                          checkpoint.info.kind(), "' checkpoint"));
   }
   LoadedTaskModel loaded;
@@ -237,7 +237,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     const std::string& path = options.init.empty() ? options.init_from_task : options.init;
     init = load_checkpoint(path);
     if (!options.init_from_task.empty() && init.info.kind() != "finetune") {
-      throw UsageError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '", init.info.kind(),
+      throw DataError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '", init.info.kind(),
                            "' checkpoint (use --init for pre-trained ones)"));
     }
     config = init.info.model();

@@ -70,7 +70,7 @@ struct LoadedTaskModel {
   int max_length = 128;
   tasks::SquadOptions squad;
 };
-// Throws UsageError for a checkpoint that is not a fine-tuned one.
+// Throws DataError for a checkpoint that is not a fine-tuned one (e.g. a pre-training checkpoint).
 LoadedTaskModel load_task_model(const std::string& path, torch::Device device);
 
 // Refuses (DataError) a tokenizer whose checksum differs from the checkpoint's.

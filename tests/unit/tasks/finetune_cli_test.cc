@@ -440,6 +440,34 @@ TEST_F(FinetuneCli, GenericJsonlRegression) {
   EXPECT_NEAR(best->score(), 50 * (best->metrics().at("pearson") + best->metrics().at("spearman")), 1e-9);
 }
 
+TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
+  std::string corpus = dir_ + "/corpus";
+  auto result = run_command(cabert_binary() + " --quiet build-corpus -m " + dir_ + "/tok.model -i " + dir_ +
+                            "/text.txt --max-length 48 -o " + corpus);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  result = run_command(cabert_binary() + " --threads 2 --quiet pretrain --preset bert-tiny-absolute --corpus " +
+                       corpus + " --model-dir " + dir_ + "/pretrain --steps 4 --batch-size 8 --save-every 0 "
+                       "--eval-examples 8");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::string checkpoint;
+  for (const auto& entry : fs::directory_iterator(dir_ + "/pretrain")) {
+    if (entry.path().filename().string().rfind("checkpoint-", 0) == 0) checkpoint = entry.path().string();
+  }
+  ASSERT_FALSE(checkpoint.empty());
+  std::string rte = dir_ + "/init-rte";
+  slice(data_ + "/glue/RTE/train.tsv", rte + "/train.tsv", true, 0, 24);
+  slice(data_ + "/glue/RTE/dev.tsv", rte + "/dev.tsv", true, 0, 8);
+  // Every encoder tensor must be found in the checkpoint (restore_module refuses otherwise).
+  result = run_command(cabert_binary() + " --threads 2 --quiet finetune --init " + checkpoint + " --task RTE --data " +
+                       rte + " --model-dir " + dir_ + "/init-rte-model --epochs 1 --max-length 48");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_TRUE(fs::exists(dir_ + "/init-rte-model/best.cabert"));
+  // A pre-training checkpoint is not something `evaluate` can score.
+  result = run_command(cabert_binary() + " evaluate --model " + checkpoint + " --data " + rte + "/dev.tsv");
+  EXPECT_EQ(result.exit_code, 3) << result.err;
+  EXPECT_NE(result.err.find("expected a fine-tuned checkpoint"), std::string::npos) << result.err;
+}
+
 TEST_F(FinetuneCli, BadInputExitsThreeWithAClearMessage) {
   std::string rte = dir_ + "/bad-rte";
   slice(data_ + "/glue/RTE/train.tsv", rte + "/train.tsv", true, 0, 16);
