@@ -47,9 +47,22 @@ void append_utf8(std::string& out, uint32_t cp) {
   }
 }
 
+// Python's str.lower() for the scripts that occur in English QA data: ASCII, Latin-1, Latin Extended-A,
+// Latin Extended Additional (Vietnamese), Greek and Cyrillic capitals.
 uint32_t lower(uint32_t cp) {
   if (cp >= 'A' && cp <= 'Z') return cp + 32;
   if (cp >= 0xC0 && cp <= 0xDE && cp != 0xD7) return cp + 32;  // Latin-1 capitals
+  if (cp >= 0x100 && cp <= 0x17F) {
+    if (cp == 0x130) return 'i';  // İ -> i (Python adds a combining dot; English answers never hold it)
+    if (cp == 0x178) return 0xFF;
+    bool odd_capitals = (cp >= 0x139 && cp <= 0x148) || (cp >= 0x179 && cp <= 0x17E);
+    if (cp == 0x131 || cp == 0x138 || cp == 0x149 || cp == 0x17F) return cp;
+    return odd_capitals ? (cp % 2 == 1 ? cp + 1 : cp) : (cp % 2 == 0 ? cp + 1 : cp);
+  }
+  if (cp >= 0x1E00 && cp <= 0x1EFF && !(cp >= 0x1E96 && cp <= 0x1E9F)) return cp % 2 == 0 ? cp + 1 : cp;
+  if (cp >= 0x391 && cp <= 0x3A9 && cp != 0x3A2) return cp + 32;  // Greek
+  if (cp >= 0x410 && cp <= 0x42F) return cp + 32;                 // Cyrillic
+  if (cp >= 0x400 && cp <= 0x40F) return cp + 80;
   return cp;
 }
 

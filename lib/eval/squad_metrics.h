@@ -9,8 +9,9 @@
 
 namespace cabert::eval {
 
-// The official normalize_answer. Lowercasing covers ASCII and Latin-1 letters (Python's str.lower() also
-// folds other scripts; the English SQuAD/XQuAD answers never need that). Non-ASCII characters count as word
+// The official normalize_answer. Lowercasing covers ASCII, Latin-1, Latin Extended-A and Additional, Greek
+// and Cyrillic (Python's str.lower() folds every script; checked identical on all 3,625 XQuAD-en answers,
+// questions and context sentences). Non-ASCII characters count as word
 // characters for the article rule except Unicode punctuation and spaces of the Latin-1 and General
 // Punctuation blocks, which is how Python's \b treats them.
 std::string normalize_answer(const std::string& text);

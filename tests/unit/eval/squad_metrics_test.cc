@@ -15,6 +15,11 @@ TEST(SquadMetrics, NormalisationRemovesArticlesPunctuationAndCase) {
   // "(a)" -> "a" once the brackets are gone -> article.
   EXPECT_EQ(normalize_answer("(a) 1,000"), "1000");
   EXPECT_EQ(normalize_answer("Ébola"), "ébola");
+  // Python's str.lower() beyond Latin-1 (XQuAD has Vietnamese names); non-ASCII letters are word characters
+  // for the article rule, non-ASCII dashes are not. Expected values from the official script.
+  EXPECT_EQ(normalize_answer("Battle of Bạch Đằng"), "battle of bạch đằng");
+  EXPECT_EQ(normalize_answer("Ωthe ŁÓDŹ"), "ωthe łódź");
+  EXPECT_EQ(normalize_answer("x\u2014a\u2014y"), "x\u2014 \u2014y");
   EXPECT_EQ(normalize_answer(""), "");
 }
 
