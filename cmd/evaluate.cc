@@ -173,7 +173,10 @@ void run_evaluate(const EvaluateCommand& command) {
 
   std::string model_name = command.name;
   if (model_name.empty()) {
-    model_name = fs::absolute(command.model).lexically_normal().parent_path().filename().string();
+    // The model directory's name, as `finetune` records it (run-<k>/ of --runs N belongs to its parent).
+    fs::path directory = fs::absolute(command.model).lexically_normal().parent_path();
+    if (directory.filename().string().rfind("run-", 0) == 0) directory = directory.parent_path();
+    model_name = directory.filename().string();
   }
   std::unique_ptr<io::RecordWriter> writer;
   if (!command.output.empty()) {
