@@ -1,5 +1,8 @@
 #include "tests/test_paths.h"
 
+#include "lib/core/errors.h"
+#include "lib/text/tokenizer.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -65,6 +68,40 @@ std::string read_text(const std::string& path) {
   std::ostringstream buffer;
   buffer << file.rdbuf();
   return buffer.str();
+}
+
+std::string data_error_message(const std::function<void()>& action) {
+  try {
+    action();
+  } catch (const DataError& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected a cabert::DataError";
+  return "";
+}
+
+const std::string& alice_tokenizer() {
+  static const std::string model = [] {
+    std::string prefix = (fs::temp_directory_path() / ("cabert_alice_tok_" + std::to_string(getpid()))).string();
+    text::TokenizerTrainOptions options;
+    options.inputs = {source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
+    options.input_format = text::TextFormat::kGutenberg;
+    options.vocab_size = 600;
+    options.num_sentinels = 8;
+    options.lowercase = true;
+    options.model_prefix = prefix;
+    text::train_tokenizer(options);
+    static struct Cleanup {
+      std::string prefix;
+      ~Cleanup() {
+        std::error_code ec;
+        fs::remove(prefix + ".model", ec);
+        fs::remove(prefix + ".vocab", ec);
+      }
+    } cleanup{prefix};
+    return prefix + ".model";
+  }();
+  return model;
 }
 
 }  // namespace cabert::testing

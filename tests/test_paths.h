@@ -1,6 +1,7 @@
 // Paths and helpers shared by the tests.
 #pragma once
 
+#include <functional>
 #include <string>
 
 namespace cabert::testing {
@@ -21,6 +22,13 @@ struct CommandResult {
 CommandResult run_command(const std::string& command);
 
 void write_text(const std::string& path, const std::string& text);
+
+// The message of the cabert::DataError that `action` throws; a test failure (and "") when it throws none.
+std::string data_error_message(const std::function<void()>& action);
+
+// A small lower-cased SentencePiece model (vocabulary 600, 8 sentinels) trained once per test process on
+// the shipped Alice sample (recipes/quickstart/data/gutenberg/11-0.txt); returns the .model path.
+const std::string& alice_tokenizer();
 std::string read_text(const std::string& path);
 
 }  // namespace cabert::testing

@@ -127,22 +127,11 @@ std::vector<std::string> read_shard(const std::string& path) {
 
 class CorpusBuilderTest : public ::testing::Test {
  protected:
-  static void SetUpTestSuite() {
-    model_ = new std::string(std::filesystem::temp_directory_path() / ("cabert_corpus_tok_" + std::to_string(getpid())));
-    text::TokenizerTrainOptions options;
-    options.inputs = {source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
-    options.input_format = text::TextFormat::kGutenberg;
-    options.vocab_size = 500;
-    options.num_sentinels = 4;
-    options.model_prefix = *model_;
-    text::train_tokenizer(options);
-    *model_ += ".model";
-  }
   CorpusOptions options(const std::string& output, uint64_t seed, int shards) {
     CorpusOptions o;
     o.inputs = {source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
     o.input_format = text::TextFormat::kGutenberg;
-    o.tokenizer_model = *model_;
+    o.tokenizer_model = testing::alice_tokenizer();
     o.output = output;
     o.max_length = 64;
     o.seed = seed;
@@ -150,9 +139,7 @@ class CorpusBuilderTest : public ::testing::Test {
     o.shuffle_buffer = 50;  // smaller than the corpus: exercises the bounded buffer
     return o;
   }
-  static std::string* model_;
 };
-std::string* CorpusBuilderTest::model_ = nullptr;
 
 TEST_F(CorpusBuilderTest, SameSeedSameShardsAndShardsPartitionTheExamples) {
   std::string dir = temp_dir();
@@ -188,8 +175,8 @@ TEST_F(CorpusBuilderTest, HeaderRecordsTheTokenizerAndTheSettings) {
   const auto& metadata = reader.header().metadata();
   EXPECT_EQ(metadata.at("max_length"), "64");
   EXPECT_EQ(metadata.at("seed"), "3");
-  EXPECT_EQ(metadata.at("vocab_size"), "500");
-  EXPECT_EQ(metadata.at("tokenizer_checksum"), text::Tokenizer(*model_).checksum());
+  EXPECT_EQ(metadata.at("vocab_size"), "600");
+  EXPECT_EQ(metadata.at("tokenizer_checksum"), text::Tokenizer(testing::alice_tokenizer()).checksum());
 }
 
 TEST_F(CorpusBuilderTest, TextInputWithoutTokenizerIsAUsageError) {

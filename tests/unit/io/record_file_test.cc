@@ -17,6 +17,7 @@
 namespace cabert::io {
 namespace {
 
+using cabert::testing::data_error_message;
 using cabert::testing::read_text;
 using cabert::testing::temp_dir;
 using cabert::testing::write_text;
@@ -36,16 +37,6 @@ std::string write_records(const std::string& path, int count, size_t frame_bytes
   for (int i = 0; i < count; ++i) writer.write(make_record(i));
   writer.close();
   return read_text(path);
-}
-
-std::string expect_data_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a DataError";
-  return "";
 }
 
 void read_all(const std::string& path, std::vector<pb::TokenizedText>* out = nullptr) {
@@ -109,7 +100,7 @@ TEST(RecordFile, EveryTruncationIsReportedWithNameAndOffset) {
   for (size_t cut = 1; cut < bytes.size(); cut += 7) {
     std::string path = dir + "/cut.cbr";
     write_text(path, bytes.substr(0, cut));
-    std::string message = expect_data_error([&] { read_all(path); });
+    std::string message = data_error_message([&] { read_all(path); });
     EXPECT_NE(message.find(path), std::string::npos) << message;
     bool named = message.find("truncated") != std::string::npos || message.find("not a cabert") != std::string::npos;
     EXPECT_TRUE(named) << "cut at " << cut << ": " << message;
@@ -118,7 +109,7 @@ TEST(RecordFile, EveryTruncationIsReportedWithNameAndOffset) {
   std::string path = dir + "/no_footer.cbr";
   size_t footer_marker = bytes.rfind(std::string("\x5B\x2A\x4D\x18", 4));
   write_text(path, bytes.substr(0, footer_marker));
-  std::string message = expect_data_error([&] { read_all(path); });
+  std::string message = data_error_message([&] { read_all(path); });
   EXPECT_NE(message.find("without the end-of-file frame"), std::string::npos) << message;
   EXPECT_NE(message.find(std::to_string(footer_marker)), std::string::npos) << message;
 }
@@ -180,7 +171,7 @@ TEST(RecordFile, NewerSchemaVersionIsRefused) {
   for (int i = 0; i < 8; ++i) marker[24 + i] = static_cast<char>((serialized.size() >> (8 * i)) & 0xff);
   write_text(path, magic + marker + compressed.substr(0, size) + after_header);
   RecordReader reader(path);
-  std::string message = expect_data_error([&] { reader.expect("cabert.pb.TokenizedText"); });
+  std::string message = data_error_message([&] { reader.expect("cabert.pb.TokenizedText"); });
   EXPECT_NE(message.find("schema version 99"), std::string::npos) << message;
   EXPECT_NE(message.find("reads up to version 1"), std::string::npos) << message;
 }
@@ -188,7 +179,7 @@ TEST(RecordFile, NewerSchemaVersionIsRefused) {
 TEST(RecordFile, PlainTextIsNotARecordFile) {
   std::string path = temp_dir() + "/text.txt";
   write_text(path, "hello world\nthis is text\n");
-  std::string message = expect_data_error([&] { RecordReader reader(path); });
+  std::string message = data_error_message([&] { RecordReader reader(path); });
   EXPECT_EQ(message, path + ": at byte offset 0: not a cabert record file (no cabert magic)");
 }
 

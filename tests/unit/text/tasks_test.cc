@@ -11,6 +11,7 @@
 namespace cabert::text {
 namespace {
 
+using cabert::testing::data_error_message;
 using cabert::testing::temp_dir;
 using cabert::testing::write_text;
 
@@ -18,16 +19,6 @@ std::map<std::string, int> label_counts(const TaskData& data) {
   std::map<std::string, int> counts;
   for (const auto& example : data.examples) ++counts[example.label];
   return counts;
-}
-
-std::string data_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const DataError& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected a DataError";
-  return "";
 }
 
 // Row counts and label counts as documented in ../shared/data/SOURCES.md.
@@ -88,16 +79,16 @@ TEST(GlueReader, LabelsAndTextsComeFromTheRightColumns) {
 TEST(GlueReader, MalformedRowsNameFileLineAndProblem) {
   std::string dir = temp_dir();
   write_text(dir + "/short.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\tonly one field\n");
-  EXPECT_EQ(data_error([&] { read_glue(glue_task("RTE"), dir + "/short.tsv"); }),
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("RTE"), dir + "/short.tsv"); }),
             dir + "/short.tsv:3: expected at least 4 tab-separated fields for RTE, got 2");
   write_text(dir + "/label.tsv", "sentence\tlabel\ngood movie\t1\nbad movie\tpositive\n");
-  EXPECT_EQ(data_error([&] { read_glue(glue_task("SST-2"), dir + "/label.tsv"); }),
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("SST-2"), dir + "/label.tsv"); }),
             dir + "/label.tsv:3: SST-2 label 'positive' is not one of {0, 1}");
   write_text(dir + "/score.tsv", "index\tsentence1\tsentence2\tscore\n0\ta\tb\t7.5\n");
-  EXPECT_EQ(data_error([&] { read_glue(glue_task("STS-B"), dir + "/score.tsv"); }),
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("STS-B"), dir + "/score.tsv"); }),
             dir + "/score.tsv:2: STS-B label '7.5' is not a similarity score in [0, 5]");
   write_text(dir + "/columns.tsv", "id\ttext\tlabel\n0\thello\t1\n");
-  EXPECT_EQ(data_error([&] { read_glue(glue_task("QNLI"), dir + "/columns.tsv"); }),
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("QNLI"), dir + "/columns.tsv"); }),
             dir + "/columns.tsv:1: QNLI expects columns question, sentence (and label in labelled files); the "
                   "header has: id, text, label");
   ReadOptions skip;
@@ -141,11 +132,11 @@ TEST(SquadReader, CountsCodePointsNotBytesAndReportsBadAnswers) {
   write_text(dir + "/bad.json",
              R"({"data":[{"title":"T","paragraphs":[{"context":"abc def","qas":[)"
              R"({"id":"q9","question":"?","answers":[{"text":"def","answer_start":3}]}]}]}]})");
-  EXPECT_EQ(data_error([&] { read_squad(dir + "/bad.json"); }),
+  EXPECT_EQ(data_error_message([&] { read_squad(dir + "/bad.json"); }),
             dir + "/bad.json: data[0].paragraphs[0].qas[0] (id q9): answers[0]: answer_start 3 does not point at "
                   "\"def\" in the context");
   write_text(dir + "/broken.json", R"({"data": [ {"title": )");
-  EXPECT_NE(data_error([&] { read_squad(dir + "/broken.json"); }).find("invalid JSON"), std::string::npos);
+  EXPECT_NE(data_error_message([&] { read_squad(dir + "/broken.json"); }).find("invalid JSON"), std::string::npos);
 }
 
 TEST(TableReader, CsvHonoursQuotesCommasAndMultiLineFields) {
@@ -190,7 +181,7 @@ TEST(TableReader, BadRowsNameFileLineAndProblem) {
   write_text(dir + "/x.jsonl", "{\"text\": \"a\", \"label\": 1}\n{\"txt\": \"b\", \"label\": 0}\n{oops\n");
   TableOptions jsonl;
   jsonl.format = TableFormat::kJsonl;
-  EXPECT_EQ(data_error([&] { read_table(dir + "/x.jsonl", jsonl); }),
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/x.jsonl", jsonl); }),
             dir + "/x.jsonl:2: the object has no key \"text\"");
   ReadOptions skip;
   skip.skip_bad_rows = true;
@@ -199,12 +190,12 @@ TEST(TableReader, BadRowsNameFileLineAndProblem) {
   EXPECT_EQ(kept.skipped_rows, 2u);
   write_text(dir + "/x.csv", "text,label\n\"unterminated,1\n");
   TableOptions csv;
-  EXPECT_EQ(data_error([&] { read_table(dir + "/x.csv", csv); }),
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/x.csv", csv); }),
             dir + "/x.csv:2: unterminated quoted field at the end of the file");
   TableOptions wrong;
   wrong.text_column = "sentence";
   write_text(dir + "/y.csv", "text,label\nhi,1\n");
-  EXPECT_EQ(data_error([&] { read_table(dir + "/y.csv", wrong); }),
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/y.csv", wrong); }),
             dir + "/y.csv:1: --text-column 'sentence' is not a column; the header has: text, label");
 }
 

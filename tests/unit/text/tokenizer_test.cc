@@ -13,29 +13,13 @@
 namespace cabert::text {
 namespace {
 
+using cabert::testing::alice_tokenizer;
 using cabert::testing::source_dir;
 using cabert::testing::temp_dir;
 using cabert::testing::write_text;
 
-// One small tokenizer for the whole suite: trained once on the shipped Alice sample.
-const std::string& shared_model() {
-  static std::string model = [] {
-    std::string prefix = std::filesystem::temp_directory_path() / ("cabert_tok_" + std::to_string(getpid()));
-    TokenizerTrainOptions options;
-    options.inputs = {source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
-    options.input_format = TextFormat::kGutenberg;
-    options.vocab_size = 600;
-    options.num_sentinels = 8;
-    options.lowercase = true;
-    options.model_prefix = prefix;
-    train_tokenizer(options);
-    return prefix + ".model";
-  }();
-  return model;
-}
-
 TEST(Tokenizer, SpecialTokensSitAtTheirDocumentedIds) {
-  Tokenizer tokenizer(shared_model());
+  Tokenizer tokenizer(alice_tokenizer());
   EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kPad), "[PAD]");
   EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kUnk), "[UNK]");
   EXPECT_EQ(tokenizer.id_to_piece(SpecialTokens::kCls), "[CLS]");
@@ -52,7 +36,7 @@ TEST(Tokenizer, SpecialTokensSitAtTheirDocumentedIds) {
 }
 
 TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
-  Tokenizer tokenizer(shared_model());
+  Tokenizer tokenizer(alice_tokenizer());
   // Lower-cased (nmt_nfkc_cf), whitespace collapsed and trimmed, full-width letters folded by NFKC.
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("  Alice   was VERY tired  ")), "alice was very tired");
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("\xEF\xBC\xA1lice")), "alice");  // U+FF21 full-width A
@@ -64,7 +48,7 @@ TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
 }
 
 TEST(Tokenizer, UnknownCharactersBecomeUnkOrBytesWithByteFallback) {
-  Tokenizer tokenizer(shared_model());
+  Tokenizer tokenizer(alice_tokenizer());
   std::vector<int> ids = tokenizer.encode("alice \xE2\x98\x83");  // U+2603 SNOWMAN, not in Alice
   EXPECT_NE(std::find(ids.begin(), ids.end(), SpecialTokens::kUnk), ids.end());
   TokenizerTrainOptions options;
@@ -80,7 +64,7 @@ TEST(Tokenizer, UnknownCharactersBecomeUnkOrBytesWithByteFallback) {
 }
 
 TEST(Tokenizer, ChecksumIdentifiesTheModelFile) {
-  Tokenizer tokenizer(shared_model());
+  Tokenizer tokenizer(alice_tokenizer());
   EXPECT_EQ(tokenizer.checksum().size(), 16u);
   EXPECT_EQ(fnv1a64_hex(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
   EXPECT_EQ(fnv1a64_hex("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
@@ -93,7 +77,7 @@ TEST(Tokenizer, RefusesAFileThatIsNotAModel) {
 }
 
 TEST(Tokenizer, DecodeRefusesIdsOutsideTheVocabulary) {
-  Tokenizer tokenizer(shared_model());
+  Tokenizer tokenizer(alice_tokenizer());
   try {
     tokenizer.decode({5, 600});
     FAIL() << "expected DataError";
