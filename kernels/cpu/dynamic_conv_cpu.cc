@@ -30,14 +30,18 @@ void forward_heads(const T* x, const T* kernels, const bool* mask_all, T* out, c
       const bool* mask = math::mask_row(mask_all, b, d.length);
       for (int64_t t = 0; t < d.length; ++t) {
         T* o = out + (b * d.length + t) * d.channels + c0;
-        fill(o, T(0), d.head_size);
-        if (!math::is_real(mask, t)) continue;
+        if (!math::is_real(mask, t)) {
+          fill(o, T(0), d.head_size);
+          continue;
+        }
         const T* kernel = kernels + ((b * d.length + t) * d.heads + h) * d.kernel_size;
         const math::TapRange range = math::taps_of_output(t, d.length, d.kernel_size, d.pad);
-        for (int64_t k = range.begin; k < range.end; ++k) {
-          const int64_t s = t + k - d.pad;
-          if (math::is_real(mask, s)) add_scaled(o, kernel[k], xb + s * d.channels, d.head_size);
-        }
+        accumulate_taps<T>(o, nullptr, d.head_size, [&](auto&& add) {
+          for (int64_t k = range.begin; k < range.end; ++k) {
+            const int64_t s = t + k - d.pad;
+            if (math::is_real(mask, s)) add(nullptr, kernel[k], xb + s * d.channels);
+          }
+        });
       }
     }
   });
@@ -58,13 +62,17 @@ void backward_heads(const T* grad, const T* x, const T* kernels, const bool* mas
       const bool* mask = math::mask_row(mask_all, b, d.length);
       for (int64_t s = 0; s < d.length; ++s) {
         T* gx = grad_x + (b * d.length + s) * d.channels + c0;
-        fill(gx, T(0), d.head_size);
-        if (!math::is_real(mask, s)) continue;
-        const math::TapRange range = math::taps_of_source(s, d.length, d.kernel_size, d.pad);
-        for (int64_t k = range.begin; k < range.end; ++k) {
-          const int64_t t = s - k + d.pad;
-          if (math::is_real(mask, t)) add_scaled(gx, kb[t * kernel_row + k], gb + t * d.channels, d.head_size);
+        if (!math::is_real(mask, s)) {
+          fill(gx, T(0), d.head_size);
+          continue;
         }
+        const math::TapRange range = math::taps_of_source(s, d.length, d.kernel_size, d.pad);
+        accumulate_taps<T>(gx, nullptr, d.head_size, [&](auto&& add) {
+          for (int64_t k = range.begin; k < range.end; ++k) {
+            const int64_t t = s - k + d.pad;
+            if (math::is_real(mask, t)) add(nullptr, kb[t * kernel_row + k], gb + t * d.channels);
+          }
+        });
       }
       for (int64_t t = 0; t < d.length; ++t) {
         T* gk = gkb + t * kernel_row;

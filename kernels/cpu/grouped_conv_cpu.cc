@@ -44,16 +44,13 @@ void forward_rows(const T* x, const T* taps, const T* bias, const bool* mask_all
           fill(o, T(0), width);
           continue;
         }
-        if (bias != nullptr) {
-          for (int64_t c = 0; c < width; ++c) o[c] = bias[c0 + c];
-        } else {
-          fill(o, T(0), width);
-        }
         const math::TapRange range = math::taps_of_output(t, length, kernel_size, pad);
-        for (int64_t k = range.begin; k < range.end; ++k) {
-          const int64_t s = t + k - pad;
-          if (math::is_real(mask, s)) add_product(o, taps + k * channels + c0, xb + s * channels, width);
-        }
+        accumulate_taps<T>(o, bias ? bias + c0 : nullptr, width, [&](auto&& add) {
+          for (int64_t k = range.begin; k < range.end; ++k) {
+            const int64_t s = t + k - pad;
+            if (math::is_real(mask, s)) add(taps + k * channels + c0, T(0), xb + s * channels);
+          }
+        });
       }
     }
   });
@@ -76,20 +73,33 @@ void backward_rows(const T* grad, const T* x, const T* taps, const bool* mask_al
         // grad_x[s] gathers the outputs that read s (the transposed convolution), so no two tasks write the
         // same element and no atomics are needed.
         T* gx = grad_x + (b * length + s) * channels + c0;
-        fill(gx, T(0), width);
-        if (!math::is_real(mask, s)) continue;
-        const math::TapRange range = math::taps_of_source(s, length, kernel_size, pad);
-        for (int64_t k = range.begin; k < range.end; ++k) {
-          const int64_t t = s - k + pad;
-          if (math::is_real(mask, t)) add_product(gx, taps + k * channels + c0, gb + t * channels, width);
+        if (!math::is_real(mask, s)) {
+          fill(gx, T(0), width);
+          continue;
         }
+        const math::TapRange range = math::taps_of_source(s, length, kernel_size, pad);
+        accumulate_taps<T>(gx, nullptr, width, [&](auto&& add) {
+          for (int64_t k = range.begin; k < range.end; ++k) {
+            const int64_t t = s - k + pad;
+            if (math::is_real(mask, t)) add(taps + k * channels + c0, T(0), gb + t * channels);
+          }
+        });
       }
-      for (int64_t t = 0; t < length; ++t) {
-        if (!math::is_real(mask, t)) continue;
-        const math::TapRange range = math::taps_of_output(t, length, kernel_size, pad);
-        for (int64_t k = range.begin; k < range.end; ++k) {
-          const int64_t s = t + k - pad;
-          if (math::is_real(mask, s)) add_product(part + k * channels, gb + t * channels, xb + s * channels, width);
+      // Weight gradient of tap k: sum over t of grad[t] * x[t + k - pad], accumulated in registers over a
+      // tile of positions (the tile of x and grad stays in L1/L2 across the K taps).
+      constexpr int64_t kTile = 32;
+      for (int64_t t0 = 0; t0 < length; t0 += kTile) {
+        const int64_t t1 = math::min64(length, t0 + kTile);
+        for (int64_t k = 0; k < kernel_size; ++k) {
+          const int64_t t_begin = math::max64(t0, pad - k), t_end = math::min64(t1, length + pad - k);
+          if (t_begin >= t_end) continue;
+          T* pk = part + k * channels;
+          accumulate_taps<T>(pk, pk, width, [&](auto&& add) {
+            for (int64_t t = t_begin; t < t_end; ++t) {
+              const int64_t s = t + k - pad;
+              if (math::is_real(mask, t) && math::is_real(mask, s)) add(gb + t * channels, T(0), xb + s * channels);
+            }
+          });
         }
       }
     }

@@ -125,6 +125,11 @@ TEST(FusedConv, WideChannelBlocksMatchReference) {
   std::vector<torch::Tensor> dynamic_in = {torch::randn({B, T, C}, f64()), torch::randn({B, T, 2, K}, f64())};
   expect_same(run_on_path(KernelPath::kFused, dynamic, dynamic_in, probe),
               run_on_path(KernelPath::kReference, dynamic, dynamic_in, probe), "dynamic C=150");
+  Op depthwise = [&](const std::vector<torch::Tensor>& in) { return ops::depthwise_conv(in[0], in[1], in[2], 4, mask); };
+  std::vector<torch::Tensor> depthwise_in = {torch::randn({B, T, C}, f64()), torch::randn({C, 9}, f64()),
+                                             torch::randn({C}, f64())};
+  expect_same(run_on_path(KernelPath::kFused, depthwise, depthwise_in, probe),
+              run_on_path(KernelPath::kReference, depthwise, depthwise_in, probe), "depthwise C=150 K=9");
 }
 
 TEST(FusedConv, RelativePositionScoresMatchReference) {
