@@ -1,6 +1,7 @@
 // End to end: `cabert finetune` and `cabert evaluate` on a tiny randomly initialised model and small slices of
 // the real GLUE / XQuAD files (../shared/data; skipped when absent). Kept fast: bert-tiny-absolute, tens of
-// examples per task (SST-2: 2,000 to beat the majority baseline), max length 48-96.
+// examples per task (SST-2: 2,000 to beat the majority baseline), max length 48-96, one intra-op thread
+// (LibTorch threads spin-wait when the cores are shared with other jobs, which makes 2 threads 10x slower).
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -83,7 +84,7 @@ class FinetuneCli : public ::testing::Test {
       text += fields[1] + "\n" + fields[2] + "\n";
     }
     write_text(dir_ + "/text.txt", text);
-    auto result = run_command(cabert_binary() + " tokenize train -i " + dir_ + "/text.txt --vocab-size 1500 "
+    auto result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ + "/text.txt --vocab-size 1500 "
                               "--lowercase --sentinels 4 --model-prefix " + dir_ + "/tok");
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
@@ -96,7 +97,7 @@ class FinetuneCli : public ::testing::Test {
   }
 
   static std::string finetune(const std::string& arguments) {
-    return cabert_binary() + " --threads 2 --quiet finetune --preset bert-tiny-absolute --tokenizer " + dir_ +
+    return cabert_binary() + " --threads 1 --quiet finetune --preset bert-tiny-absolute --tokenizer " + dir_ +
            "/tok.model " + arguments;
   }
 
@@ -131,7 +132,7 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
   EXPECT_TRUE(fs::exists(dir_ + "/sst2-model/best.cabert"));
 
   // Evaluating the kept checkpoint reproduces the best epoch's dev accuracy.
-  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
                        task + "/dev.tsv -o " + dir_ + "/sst2-eval.cabert --predictions " + dir_ + "/sst2-dev.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto evaluation = read_metrics(dir_ + "/sst2-eval.cabert");
@@ -150,7 +151,7 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
 
   // GLUE test file -> submission TSV: header, one row per test example, labels from {0, 1}.
   slice(data_ + "/glue/SST-2/test.tsv", task + "/test.tsv", true, 0, 50);
-  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
                        task + "/test.tsv --predictions " + dir_ + "/submission/");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto submission = lines_of(dir_ + "/submission/SST-2.tsv");
@@ -216,7 +217,7 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     for (const auto& metric : c.metrics) EXPECT_EQ(best->metrics().count(metric), 1u) << c.task << " " << metric;
     summary_inputs += " " + model + "/metrics.cabert";
 
-    result = run_command(cabert_binary() + " --quiet evaluate --model " + model + "/best.cabert --data " + task +
+    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " + task +
                          "/test.tsv --predictions " + dir_ + "/glue-submission/");
     ASSERT_EQ(result.exit_code, 0) << c.task << ": " << result.err;
     auto submission = lines_of(dir_ + "/glue-submission/" + c.task + ".tsv");
@@ -235,14 +236,14 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     }
   }
   // One row (the models are named after their directories), one column per task, GLUE score.
-  auto result = run_command(cabert_binary() + " evaluate --summarize" + summary_inputs + " --format tsv");
+  auto result = run_command(cabert_binary() + " --threads 1 evaluate --summarize" + summary_inputs + " --format tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto table = split_tabs(result.out.substr(0, result.out.find('\n')));
   EXPECT_EQ(table,
             (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI", "GLUE"}));
   EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 8);  // header + 7 models
   // A directory stands for every metrics file below it (checkpoints are passed over): same table.
-  auto from_directory = run_command(cabert_binary() + " evaluate --summarize " + dir_ + " --format tsv");
+  auto from_directory = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + " --format tsv");
   ASSERT_EQ(from_directory.exit_code, 0) << from_directory.err;
   EXPECT_NE(from_directory.out.find(result.out.substr(result.out.find('\n') + 1, 20)), std::string::npos);
 }
@@ -273,7 +274,7 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
 
   // The diagnostic set (AX) is scored with an MNLI model; its submission uses the NLI label strings.
   slice(data_ + "/glue/diagnostic/diagnostic.tsv", task + "/diagnostic.tsv", true, 0, 20);
-  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/mnli-model/best.cabert --task AX "
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/mnli-model/best.cabert --task AX "
                        "--data " + task + "/diagnostic.tsv --predictions " + dir_ + "/ax/");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto ax = lines_of(dir_ + "/ax/AX.tsv");
@@ -287,7 +288,7 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
   std::string rte_dir = dir_ + "/rte-from-mnli";
   slice(data_ + "/glue/RTE/train.tsv", rte_dir + "/train.tsv", true, 100, 32);
   slice(data_ + "/glue/RTE/dev.tsv", rte_dir + "/dev.tsv", true, 0, 20);
-  result = run_command(cabert_binary() + " --threads 2 --quiet finetune --init-from-task " + dir_ +
+  result = run_command(cabert_binary() + " --threads 1 --quiet finetune --init-from-task " + dir_ +
                        "/mnli-model/best.cabert --task RTE --data " + rte_dir + " --model-dir " + dir_ +
                        "/rte-model --epochs 1 --runs 2 --max-length 48");
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -300,11 +301,11 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
   ASSERT_NE(best_record(records, "RTE", 1), nullptr);
   EXPECT_NE(best_record(records, "RTE", 0)->seed(), best_record(records, "RTE", 1)->seed());
   // --init-from-task wants a fine-tuned checkpoint, --init with it is ambiguous.
-  result = run_command(cabert_binary() + " finetune --init-from-task " + dir_ + "/mnli-model/best.cabert --preset "
+  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ + "/mnli-model/best.cabert --preset "
                        "bert-tiny-absolute --task RTE --data " + rte_dir + " --model-dir " + dir_ + "/x");
   EXPECT_EQ(result.exit_code, 2) << result.err;
 
-  result = run_command(cabert_binary() + " evaluate --summarize " + dir_ + "/rte-model/metrics.cabert " + dir_ +
+  result = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + "/rte-model/metrics.cabert " + dir_ +
                        "/mnli-model/metrics.cabert --format json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto json = nlohmann::json::parse(result.out);
@@ -353,7 +354,7 @@ TEST_F(FinetuneCli, SquadV1AndV2OnXquadSlices) {
     EXPECT_EQ(best->metrics().count("no_answer_exact"), v2 ? 1u : 0u);
     EXPECT_GE(best->metrics().at("f1"), best->metrics().at("exact"));
 
-    result = run_command(cabert_binary() + " --quiet evaluate --model " + model + "/best.cabert --data " + dir +
+    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " + dir +
                          "/dev.json --predictions " + dir + "/predictions.json");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     auto predictions = nlohmann::json::parse(read_text(dir + "/predictions.json"));
@@ -395,7 +396,7 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   const pb::TaskMetrics* best = best_record(records, "reviews");
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->metrics().count("macro_f1"), 1u);
-  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
                        dir + "/dev.csv --predictions " + dir + "/p.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto predictions = lines_of(dir + "/p.tsv");
@@ -405,7 +406,7 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   EXPECT_TRUE(label == "neg" || label == "pos");
   // An unlabelled file: --label-column "" gives id + prediction rows.
   write_text(dir + "/test.csv", "id,review\nt1,a gorgeous film\nt2,\"dull, dull, dull\"\n");
-  result = run_command(cabert_binary() + " --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
                        dir + "/test.csv --label-column '' --predictions " + dir + "/test-predictions.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto unlabeled = lines_of(dir + "/test-predictions.tsv");
@@ -442,10 +443,10 @@ TEST_F(FinetuneCli, GenericJsonlRegression) {
 
 TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
   std::string corpus = dir_ + "/corpus";
-  auto result = run_command(cabert_binary() + " --quiet build-corpus -m " + dir_ + "/tok.model -i " + dir_ +
+  auto result = run_command(cabert_binary() + " --threads 1 --quiet build-corpus -m " + dir_ + "/tok.model -i " + dir_ +
                             "/text.txt --max-length 48 -o " + corpus);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " --threads 2 --quiet pretrain --preset bert-tiny-absolute --corpus " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet pretrain --preset bert-tiny-absolute --corpus " +
                        corpus + " --model-dir " + dir_ + "/pretrain --steps 4 --batch-size 8 --save-every 0 "
                        "--eval-examples 8");
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -458,12 +459,12 @@ TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
   slice(data_ + "/glue/RTE/train.tsv", rte + "/train.tsv", true, 0, 24);
   slice(data_ + "/glue/RTE/dev.tsv", rte + "/dev.tsv", true, 0, 8);
   // Every encoder tensor must be found in the checkpoint (restore_module refuses otherwise).
-  result = run_command(cabert_binary() + " --threads 2 --quiet finetune --init " + checkpoint + " --task RTE --data " +
+  result = run_command(cabert_binary() + " --threads 1 --quiet finetune --init " + checkpoint + " --task RTE --data " +
                        rte + " --model-dir " + dir_ + "/init-rte-model --epochs 1 --max-length 48");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(fs::exists(dir_ + "/init-rte-model/best.cabert"));
   // A pre-training checkpoint is not something `evaluate` can score.
-  result = run_command(cabert_binary() + " evaluate --model " + checkpoint + " --data " + rte + "/dev.tsv");
+  result = run_command(cabert_binary() + " --threads 1 evaluate --model " + checkpoint + " --data " + rte + "/dev.tsv");
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("expected a fine-tuned checkpoint"), std::string::npos) << result.err;
 }
@@ -504,19 +505,19 @@ TEST_F(FinetuneCli, BadInputExitsThreeWithAClearMessage) {
   result = run_command(finetune("--task RTE --data " + rte + " --model-dir " + dir_ + "/rte-ok --epochs 1 "
                                 "--max-length 32"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " tokenize train -i " + dir_ + "/text.txt --vocab-size 300 --sentinels 4 "
+  result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ + "/text.txt --vocab-size 300 --sentinels 4 "
                        "--model-prefix " + dir_ + "/other");
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " evaluate --model " + dir_ + "/rte-ok/best.cabert --tokenizer " + dir_ +
+  result = run_command(cabert_binary() + " --threads 1 evaluate --model " + dir_ + "/rte-ok/best.cabert --tokenizer " + dir_ +
                        "/other.model --data " + rte + "/dev.tsv");
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("the checkpoint was trained with tokenizer"), std::string::npos) << result.err;
-  result = run_command(cabert_binary() + " finetune --init-from-task " + dir_ + "/rte-ok/best.cabert --tokenizer " +
+  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ + "/rte-ok/best.cabert --tokenizer " +
                        dir_ + "/other.model --task RTE --data " + rte + " --model-dir " + dir_ + "/bad4");
   EXPECT_EQ(result.exit_code, 3) << result.err;
 
   // A pre-training-free file that is not a checkpoint at all, and a summary of the wrong record type.
-  result = run_command(cabert_binary() + " evaluate --summarize " + dir_ + "/rte-ok/best.cabert");
+  result = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + "/rte-ok/best.cabert");
   EXPECT_EQ(result.exit_code, 3) << result.err;
 }
 
