@@ -258,7 +258,10 @@ void apply_override(pb::ModelConfig* config, const std::string& assignment) {
       } else if (field->type() == FieldDescriptor::TYPE_STRING && (item.empty() || item.front() != '"')) {
         item = str('"', item, '"');
       }
-      if (!google::protobuf::TextFormat::ParseFieldValueFromString(item, field, message)) {
+      google::protobuf::TextFormat::Parser parser;
+      CollectErrors quiet(key);  // our message below says it better than protobuf's log line
+      parser.RecordErrorsTo(&quiet);
+      if (!parser.ParseFieldValueFromString(item, field, message)) {
         std::string expected = field->type_name();
         if (field->type() == FieldDescriptor::TYPE_ENUM) {
           expected = "one of";

@@ -397,6 +397,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
                     human_count(tokens_per_second).c_str());
       progress.update(static_cast<uint64_t>(step), extra);
     }
+    if (options.after_step) options.after_step(step);
     const bool last = step == options.steps;
     if ((options.eval_every > 0 && step % options.eval_every == 0) || last) {
       auto eval = evaluate(objectives, held_out, options.batch_size, options.objective, options.seed);

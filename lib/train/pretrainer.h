@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -38,6 +39,7 @@ struct PretrainOptions {
   uint64_t seed = 42;
   bool quiet_progress = false;
   int64_t first_regular_id = 5;       // ids below are special: 5 + the tokenizer's sentinel count
+  std::function<void(int64_t step)> after_step;  // called after each update (tests, external monitors)
 };
 
 struct PretrainResult {
