@@ -1,0 +1,101 @@
+// `cabert bench --op`: the table, the record file, and usage errors, on tiny sizes (no timing assertions).
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include "formats/bench.pb.h"
+#include "lib/io/record_file.h"
+#include "lib/ops/memory_meter.h"
+#include "lib/ops/op_bench.h"
+#include "tests/test_paths.h"
+
+namespace cabert {
+namespace {
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(BenchCommand, WritesTableAndRecordsForBothKernelPaths) {
+  const std::string records = testing::temp_dir() + "/bench.cabert";
+  auto result = testing::run_command(testing::cabert_binary() +
+                                     " -q --threads 1 bench --op lightconv,attention,relpos --seq 5,9 --kernel 3 "
+                                     "--batch 2 --channels 8 --heads 2 --backward --repeats 2 --warmup 1 "
+                                     "--format tsv -o " + records);
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  auto lines = lines_of(result.out);
+  // header, then op by op, seq by seq: lightconv reference/fused x 2, attention once x 2, relpos x 4
+  ASSERT_EQ(lines.size(), 1u + 2 * 5) << result.out;
+  EXPECT_EQ(lines[0].substr(0, 15), "op\tkernels\tpass");
+  EXPECT_EQ(lines[1].substr(0, 29), "lightconv\treference\tfwd+bwd\t2");
+  EXPECT_EQ(lines[2].substr(0, 25), "lightconv\tfused\tfwd+bwd\t2");
+  EXPECT_NE(lines[2].find('x', lines[2].rfind('\t')), std::string::npos) << "fused rows carry a speed-up";
+  EXPECT_EQ(lines[3].substr(0, 29), "lightconv\treference\tfwd+bwd\t2");
+  EXPECT_EQ(lines[5].substr(0, 15), "attention\taten\t");
+
+  io::RecordReader reader(records);
+  reader.expect("cabert.pb.BenchRecord");
+  pb::BenchRecord record;
+  int count = 0, with_speedup = 0;
+  while (reader.next(&record)) {
+    ++count;
+    EXPECT_EQ(record.kind(), "op");
+    EXPECT_EQ(record.timing().repeats(), 2);
+    EXPECT_LE(record.timing().min_ms(), record.timing().median_ms());
+    EXPECT_LE(record.timing().median_ms(), record.timing().max_ms());
+    EXPECT_GT(record.timing().peak_extra_bytes(), 0);
+    EXPECT_EQ(record.environment().intra_op_threads(), 1);
+    EXPECT_FALSE(record.environment().libtorch_version().empty());
+    EXPECT_FALSE(record.environment().git_commit().empty());
+    EXPECT_FALSE(record.environment().cpu_model().empty());
+    if (record.speedup_vs_reference() > 0) ++with_speedup;
+  }
+  EXPECT_EQ(count, 10);
+  EXPECT_EQ(with_speedup, 4);
+}
+
+TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
+  auto result = testing::run_command(testing::cabert_binary() + " bench --op fastconv --seq 4");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, relpos, depthwise, attention, "
+                            "got 'fastconv'"),
+            std::string::npos)
+      << result.err;
+  result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --kernels turbo");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--kernels: expected fused or reference, got 'turbo'"), std::string::npos) << result.err;
+  result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --channels 10 --heads 4");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("expected --channels divisible by --heads, got 10 and 4"), std::string::npos)
+      << result.err;
+}
+
+TEST(BenchStatistics, QuartilesOfKnownSamples) {
+  pb::BenchTiming t = ops::summarize_times({5, 1, 4, 2, 3});
+  EXPECT_DOUBLE_EQ(t.median_ms(), 3);
+  EXPECT_DOUBLE_EQ(t.q1_ms(), 2);
+  EXPECT_DOUBLE_EQ(t.q3_ms(), 4);
+  EXPECT_DOUBLE_EQ(t.min_ms(), 1);
+  EXPECT_DOUBLE_EQ(t.max_ms(), 5);
+  t = ops::summarize_times({1, 2});
+  EXPECT_DOUBLE_EQ(t.median_ms(), 1.5);
+}
+
+TEST(BenchMemoryMeter, CountsTensorBytesAndPeak) {
+  ops::install_cpu_memory_meter();
+  ops::PeakMemoryScope scope;
+  const int64_t before = ops::cpu_tensor_bytes();
+  {
+    auto a = torch::empty({1000}, torch::kFloat);  // 4000 bytes
+    auto b = torch::empty({500}, torch::kDouble);  // 4000 bytes
+    EXPECT_EQ(ops::cpu_tensor_bytes() - before, 8000);
+  }
+  EXPECT_EQ(ops::cpu_tensor_bytes(), before);
+  EXPECT_EQ(scope.peak_extra_bytes(), 8000);
+}
+
+}  // namespace
+}  // namespace cabert
