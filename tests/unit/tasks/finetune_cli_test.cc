@@ -4,6 +4,8 @@
 // (LibTorch threads spin-wait when the cores are shared with other jobs, which makes 2 threads 10x slower).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -300,6 +302,12 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
   ASSERT_NE(best_record(records, "RTE", 0), nullptr);
   ASSERT_NE(best_record(records, "RTE", 1), nullptr);
   EXPECT_NE(best_record(records, "RTE", 0)->seed(), best_record(records, "RTE", 1)->seed());
+  // The printed best and mean +- SEM are those of the two runs' best-epoch scores.
+  double a = best_record(records, "RTE", 0)->score(), b = best_record(records, "RTE", 1)->score();
+  char expected[160];
+  std::snprintf(expected, sizeof expected, "RTE dev: best %.2f (run %d), mean %.2f +- %.2f (SEM over 2 runs)",
+                std::max(a, b), a >= b ? 1 : 2, (a + b) / 2, std::abs(a - b) / 2);
+  EXPECT_NE(result.out.find(expected), std::string::npos) << result.out << "\nexpected: " << expected;
   // --init-from-task wants a fine-tuned checkpoint, --init with it is ambiguous.
   result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ + "/mnli-model/best.cabert --preset "
                        "bert-tiny-absolute --task RTE --data " + rte_dir + " --model-dir " + dir_ + "/x");
