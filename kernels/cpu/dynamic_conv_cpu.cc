@@ -22,7 +22,7 @@ Dims dims_of(const at::Tensor& x, const at::Tensor& kernels, int64_t pad) {
 
 template <typename T>
 void forward_heads(const T* x, const T* kernels, const bool* mask_all, T* out, const Dims& d) {
-  at::parallel_for(0, d.batch * d.heads, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, d.batch * d.heads, grain_for(d.length * d.head_size * d.kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / d.heads, h = task % d.heads;
       const int64_t c0 = h * d.head_size;
@@ -51,7 +51,7 @@ template <typename T>
 void backward_heads(const T* grad, const T* x, const T* kernels, const bool* mask_all, T* grad_x, T* grad_kernels,
                     const Dims& d) {
   const int64_t kernel_row = d.heads * d.kernel_size;  // distance between kernels[b, t, h, 0] and [b, t+1, h, 0]
-  at::parallel_for(0, d.batch * d.heads, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, d.batch * d.heads, grain_for(d.length * d.head_size * d.kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / d.heads, h = task % d.heads;
       const int64_t c0 = h * d.head_size;

@@ -31,7 +31,7 @@ template <typename T>
 void forward_rows(const T* x, const T* taps, const T* bias, const bool* mask_all, T* out, int64_t batch,
                   int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
   const Blocks blocks = channel_blocks(batch, channels);
-  at::parallel_for(0, blocks.count, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, blocks.count, grain_for(length * kChannelBlock * kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / blocks.per_row;
       const int64_t c0 = (task % blocks.per_row) * kChannelBlock;
@@ -60,7 +60,7 @@ template <typename T>
 void backward_rows(const T* grad, const T* x, const T* taps, const bool* mask_all, T* grad_x, T* partial,
                    int64_t batch, int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
   const Blocks blocks = channel_blocks(batch, channels);
-  at::parallel_for(0, blocks.count, 1, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, blocks.count, grain_for(length * kChannelBlock * kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / blocks.per_row;
       const int64_t c0 = (task % blocks.per_row) * kChannelBlock;

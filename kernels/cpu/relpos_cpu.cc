@@ -4,6 +4,8 @@
 #include <ATen/Dispatch.h>
 #include <ATen/Parallel.h>
 
+#include <algorithm>
+
 #include "kernels/conv_math.h"
 #include "kernels/cpu/conv_cpu.h"
 #include "kernels/cpu/vector_loops.h"
@@ -17,7 +19,7 @@ template <typename T>
 void expand_rows(const T* band, const T* beta, T* out, int64_t batch, int64_t heads, int64_t length,
                  int64_t radius) {
   const int64_t width = 2 * radius + 1;
-  at::parallel_for(0, batch * heads * length, kRowGrain, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, batch * heads * length, std::max(kRowGrain, grain_for(length)), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t i = row % length, h = (row / length) % heads;
       const T* band_row = band ? band + row * width : nullptr;
@@ -35,7 +37,7 @@ void expand_rows(const T* band, const T* beta, T* out, int64_t batch, int64_t he
 template <typename T>
 void reduce_rows(const T* grad, T* band_grad, int64_t rows, int64_t length, int64_t radius) {
   const int64_t width = 2 * radius + 1;
-  at::parallel_for(0, rows, kRowGrain, [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, std::max(kRowGrain, grain_for(length)), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
       const int64_t i = row % length;
       const T* g = grad + row * length;

@@ -45,6 +45,13 @@ inline void accumulate_taps(T* __restrict out, const T* __restrict init, int64_t
   }
 }
 
+// Grain (tasks per chunk) for at::parallel_for such that a chunk holds at least ~64K multiply-adds: small
+// problems then run inline on the calling thread instead of paying a thread wake-up per op.
+inline int64_t grain_for(int64_t work_per_task) {
+  constexpr int64_t kMinWorkPerChunk = int64_t{1} << 16;
+  return work_per_task >= kMinWorkPerChunk ? 1 : kMinWorkPerChunk / (work_per_task > 0 ? work_per_task : 1);
+}
+
 template <typename T>
 inline T dot(const T* __restrict a, const T* __restrict b, int64_t n) {
   T sum = T(0);
