@@ -20,7 +20,7 @@ std::string cabert_binary() { return CABERT_BINARY; }
 
 std::string shared_data_dir() {
   const char* env = std::getenv("CABERT_SHARED_DATA");
-  std::string dir = env && *env ? env : source_dir() + "/../shared/data";
+  std::string dir = env && *env ? env : CABERT_SHARED_DATA_DEFAULT;
   std::error_code ec;
   return fs::is_directory(dir + "/glue", ec) ? dir : "";
 }
