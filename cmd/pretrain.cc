@@ -49,6 +49,12 @@ void run(PretrainFlags& flags) {
     return;
   }
   if (flags.dry_run) {
+    // The vocabulary of the corpus tokenizer when a corpus is given, as a real run would use.
+    if (!flags.options.corpus.empty()) {
+      io::RecordReader reader(expand_inputs(flags.options.corpus).front());
+      auto vocab = reader.header().metadata().find("vocab_size");
+      if (vocab != reader.header().metadata().end()) config.set_vocab_size(std::stoi(vocab->second));
+    }
     std::cout << train::describe_pretraining_model(config, objective);
     return;
   }

@@ -9,8 +9,10 @@
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
+#include "lib/core/files.h"
 #include "lib/core/progress.h"
 #include "lib/io/record_file.h"
+#include "lib/models/presets.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/train/checkpoint.h"
@@ -267,6 +269,8 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
                          first_regular_id, " special ids"));
   }
 
+  // The resolved architecture beside the checkpoints, readable and reusable with --preset FILE.
+  write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), models::config_to_text(config));
   torch::manual_seed(options.seed);
   std::mt19937_64 rng(options.seed);
   Objectives objectives(config, options.objective, device);

@@ -234,6 +234,8 @@ TEST_F(PretrainTest, KeepsTheLastKCheckpoints) {
   EXPECT_EQ(c.info.metadata().at("objective"), "mlm");
   EXPECT_TRUE(c.tensors.count("model/encoder.embeddings.token.weight"));
   EXPECT_TRUE(c.tensors.count("optimizer/exp_avg/encoder.embeddings.token.weight"));
+  // The resolved config beside the checkpoints loads back as --preset FILE.
+  EXPECT_EQ(models::load_model_config(dir + "/config.textproto").DebugString(), c.info.model().DebugString());
 }
 
 TEST_F(PretrainTest, CorruptedCheckpointIsRefused) {
