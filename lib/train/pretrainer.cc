@@ -336,7 +336,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
            ", warm-up ", warmup, " on ", options.device);
   std::vector<torch::Tensor> parameters = module.parameters(true);
   module.train();
-  Progress progress("pretrain", "steps", static_cast<uint64_t>(options.steps));
+  // Counted from this process's first step so that the rate and ETA stay right after --resume.
+  const int64_t first_step = step;
+  Progress progress(str("pretrain (from step ", first_step, ")"), "steps", static_cast<uint64_t>(options.steps - first_step));
   const auto start = std::chrono::steady_clock::now();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double tokens_total = 0, seconds_total = 0;
@@ -399,7 +401,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       char extra[160];
       std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", loss_value, lr,
                     human_count(tokens_per_second).c_str());
-      progress.update(static_cast<uint64_t>(step), extra);
+      progress.update(static_cast<uint64_t>(step - first_step), extra);
     }
     if (options.after_step) options.after_step(step);
     const bool last = step == options.steps;

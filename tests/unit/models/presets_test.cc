@@ -92,6 +92,14 @@ TEST(PresetParameters, ConvBertAndConvBlocksTinyByHand) {
   EXPECT_EQ(count("dynamicconv-tiny"), shared_parameters(s, false) + block(3, true) + block(7, true));
 }
 
+TEST(PresetParameters, ConvBertSmallMatchesThePapers) {
+  // Chang et al. Table 7: ConvBERT-small 13.1M (encoder + tied MLM head, vocab 30004); ConvBERT Table 3:
+  // small 14M and medium-small 17M (rounded), which our ELECTRA model (with generator) and encoder match.
+  EXPECT_NEAR(count("convbert-small") / 1e6, 13.1, 0.05);
+  EXPECT_NEAR(count_parameters(*ElectraModel(preset_config("convbert-small"))) / 1e6, 14.0, 0.5);
+  EXPECT_NEAR(count("convbert-medium-small") / 1e6, 17.0, 0.5);
+}
+
 TEST(PresetParameters, ElectraGeneratorSharesEmbeddings) {
   pb::ModelConfig config = preset_config("convbert-small");
   ElectraModel electra(config);
