@@ -363,5 +363,38 @@ INSTANTIATE_TEST_SUITE_P(LightAndDynamic, WuConvBlock,
                                       std::get<2>(info.param) ? "_causal" : "_centred");
                          });
 
+
+TEST(WuConvBlockOptions, DropConnectOnlyWhileTraining) {
+  pb::ModelConfig config = preset_config("lightconv-tiny");
+  config.mutable_conv_block()->set_weight_dropout(0.5);
+  ConvBlock block(config, 1);
+  Tensor x = torch::randn({2, 9, config.hidden_size()});
+  Tensor mask = torch::ones({2, 9}, torch::kBool);
+  torch::manual_seed(1);
+  Tensor a = block(x, mask);
+  Tensor b = block(x, mask);
+  EXPECT_FALSE(torch::allclose(a, b)) << "the normalised kernel was not dropped";
+  block->eval();
+  EXPECT_TRUE(torch::equal(block(x, mask), block(x, mask)));
+}
+
+TEST(WuConvBlockOptions, UnsharedWeightsGiveOneKernelPerChannel) {
+  pb::ModelConfig config = tiny("lightconv-tiny");
+  config.set_hidden_size(8), config.set_num_heads(2);
+  config.mutable_conv_block()->set_share_weights_across_channels(false);
+  config.mutable_conv_block()->set_glu(false);
+  ConvBlock block(config, 0);  // kernel 3
+  block->to(torch::kDouble);
+  randomise(*block);
+  EXPECT_EQ(block->weight.sizes(), (std::vector<int64_t>{8, 3}));
+  Tensor mask = test_mask();
+  auto naive = [&](const Tensor& x) {
+    Tensor y = naive_linear(x, param(*block, "input.weight"), param(*block, "input.bias"));
+    Tensor kernels = softmax_last(param(*block, "weight").clone()).view({1, 1, 8, 3}).expand({kB, kT, 8, 3}).contiguous();
+    return naive_dynamic(y, kernels, 1, mask);
+  };
+  check_against_naive(*block, [&](const Tensor& x) { return block(x, mask); }, naive, mask, {"weight"}, 8);
+}
+
 }  // namespace
 }  // namespace cabert::models
