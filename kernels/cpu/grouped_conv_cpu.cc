@@ -28,8 +28,8 @@ at::Tensor taps_by_channel(const at::Tensor& weight, int64_t channels) {
 }
 
 template <typename T>
-void forward_rows(const T* x, const T* taps, const T* bias, const bool* mask_all, T* out, int64_t batch,
-                  int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
+void forward_rows(const T* x, const T* taps, const T* bias, const bool* mask_all, T* out, int64_t batch, int64_t length,
+                  int64_t channels, int64_t kernel_size, int64_t pad) {
   const Blocks blocks = channel_blocks(batch, channels);
   at::parallel_for(0, blocks.count, grain_for(length * kChannelBlock * kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
@@ -57,8 +57,8 @@ void forward_rows(const T* x, const T* taps, const T* bias, const bool* mask_all
 }
 
 template <typename T>
-void backward_rows(const T* grad, const T* x, const T* taps, const bool* mask_all, T* grad_x, T* partial,
-                   int64_t batch, int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
+void backward_rows(const T* grad, const T* x, const T* taps, const bool* mask_all, T* grad_x, T* partial, int64_t batch,
+                   int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
   const Blocks blocks = channel_blocks(batch, channels);
   at::parallel_for(0, blocks.count, grain_for(length * kChannelBlock * kernel_size), [&](int64_t begin, int64_t end) {
     for (int64_t task = begin; task < end; ++task) {
@@ -110,8 +110,8 @@ const bool* mask_data(const at::Tensor& mask) { return mask.defined() ? mask.dat
 
 }  // namespace
 
-at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                int64_t pad, const at::Tensor& mask) {
+at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t pad,
+                                const at::Tensor& mask) {
   const int64_t batch = x.size(0), length = x.size(1), channels = x.size(2), kernel_size = weight.size(1);
   at::Tensor taps = taps_by_channel(weight, channels);
   at::Tensor out = at::empty_like(x);
@@ -131,8 +131,8 @@ void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
   at::Tensor partial = at::zeros({batch, kernel_size, channels}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_backward", [&] {
     backward_rows<scalar_t>(grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), taps.data_ptr<scalar_t>(),
-                            mask_data(mask), grad_x.data_ptr<scalar_t>(), partial.data_ptr<scalar_t>(), batch,
-                            length, channels, kernel_size, pad);
+                            mask_data(mask), grad_x.data_ptr<scalar_t>(), partial.data_ptr<scalar_t>(), batch, length,
+                            channels, kernel_size, pad);
   });
   grad_weight_per_channel = partial.sum(0).t();  // [C, K]
 }

@@ -16,8 +16,7 @@ namespace {
 constexpr int64_t kRowGrain = 16;
 
 template <typename T>
-void expand_rows(const T* band, const T* beta, T* out, int64_t batch, int64_t heads, int64_t length,
-                 int64_t radius) {
+void expand_rows(const T* band, const T* beta, T* out, int64_t batch, int64_t heads, int64_t length, int64_t radius) {
   const int64_t width = 2 * radius + 1;
   at::parallel_for(0, batch * heads * length, std::max(kRowGrain, grain_for(length)), [&](int64_t begin, int64_t end) {
     for (int64_t row = begin; row < end; ++row) {
@@ -49,14 +48,14 @@ void reduce_rows(const T* grad, T* band_grad, int64_t rows, int64_t length, int6
 
 }  // namespace
 
-at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t batch, int64_t heads,
-                         int64_t length, int64_t radius) {
+at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t batch, int64_t heads, int64_t length,
+                         int64_t radius) {
   const at::Tensor& like = band.defined() ? band : beta;
   at::Tensor out = at::empty({batch, heads, length, length}, like.options());
   AT_DISPATCH_FLOATING_TYPES(like.scalar_type(), "relpos_expand", [&] {
     expand_rows<scalar_t>(band.defined() ? band.data_ptr<scalar_t>() : nullptr,
-                          beta.defined() ? beta.data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(), batch,
-                          heads, length, radius);
+                          beta.defined() ? beta.data_ptr<scalar_t>() : nullptr, out.data_ptr<scalar_t>(), batch, heads,
+                          length, radius);
   });
   return out;
 }
