@@ -103,16 +103,29 @@ std::string read_cpu_model() {
   return "unknown";
 }
 
+// The BLAS / LAPACK / oneDNN / OpenMP facts of at::show_config(): its descriptive lines, and from its long
+// "Build settings" line only the keys that say which BLAS and threading LibTorch uses.
 std::string blas_lines() {
   std::istringstream config(at::show_config());
   std::string line, out;
+  auto append = [&](const std::string& text) { out += (out.empty() ? "" : "; ") + text; };
   while (std::getline(config, line)) {
+    auto first = line.find_first_not_of(" -");
+    line = line.substr(first == std::string::npos ? 0 : first);
+    if (line.rfind("Build settings:", 0) == 0) {
+      std::istringstream settings(line.substr(15));
+      for (std::string item; std::getline(settings, item, ',');) {
+        item = item.substr(item.find_first_not_of(' ') == std::string::npos ? 0 : item.find_first_not_of(' '));
+        for (const char* key : {"BLAS_INFO=", "LAPACK_INFO=", "USE_MKL=", "USE_MKLDNN=", "USE_OPENMP="}) {
+          if (item.rfind(key, 0) == 0) append(item);
+        }
+      }
+      continue;
+    }
     const bool relevant = line.find("BLAS") != std::string::npos || line.find("LAPACK") != std::string::npos ||
                           line.find("MKL") != std::string::npos || line.find("OpenMP") != std::string::npos ||
                           line.find("oneDNN") != std::string::npos || line.find("CPU capability") != std::string::npos;
-    if (!relevant) continue;
-    auto first = line.find_first_not_of(" -");
-    out += (out.empty() ? "" : "; ") + line.substr(first == std::string::npos ? 0 : first);
+    if (relevant) append(line);
   }
   return out;
 }
