@@ -3,6 +3,7 @@
 #include <sstream>
 
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 
 namespace cabert::train {
 
@@ -39,6 +40,10 @@ pb::PretrainingExample ExampleStream::next() {
       if (!yielded_in_epoch_) {
         throw DataError(str(shards_[0], ": no training examples left after holding out ", held_out_,
                             " for evaluation (lower --eval-examples or give a larger corpus)"));
+      }
+      if (position_.epoch() == 0 && held_out_ > position_.examples_seen()) {
+        log_warning("pretrain: ", held_out_, " held-out examples but only ", position_.examples_seen(),
+                    " for training per epoch; consider a smaller --eval-examples");
       }
       next_shard = 0;
       position_.set_epoch(position_.epoch() + 1);
