@@ -2,7 +2,10 @@
 // and print a table; optionally write BenchRecord files (formats/bench.proto).
 #include <google/protobuf/util/json_util.h>
 
+#include <ATen/Parallel.h>
+
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <functional>
 #include <iostream>
@@ -380,6 +383,11 @@ void add_bench(CLI::App& app) {
     record_options(*sub);
     if (options->format != "md" && options->format != "tsv" && options->format != "json") {
       throw UsageError(str("--format: expected md, tsv or json, got '", options->format, "'"));
+    }
+    if (at::get_num_threads() > 1 && std::getenv("OMP_WAIT_POLICY") == nullptr) {
+      log_warning("bench: OMP_WAIT_POLICY is unset: OpenMP threads spin while waiting, and on a machine shared "
+                  "with other jobs some multi-threaded runs then stall 10-30x; export OMP_WAIT_POLICY=passive "
+                  "(or use --threads 1) for stable numbers");
     }
     if (!options->model.empty()) {
       run_model_bench(*options);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -260,6 +261,8 @@ pb::BenchEnvironment bench_environment() {
   env.set_cabert_version(cabert_version());
   env.set_kernels_build(kernels::describe_build());
   env.set_native_cpu_kernels(kernels::native_cpu_kernels());
+  const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
+  env.set_omp_wait_policy(wait_policy != nullptr ? wait_policy : "");
   return env;
 }
 
