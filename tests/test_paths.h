@@ -3,6 +3,9 @@
 
 #include <functional>
 #include <string>
+#include <vector>
+
+#include "lib/io/record_file.h"
 
 namespace cabert::testing {
 
@@ -25,6 +28,17 @@ void write_text(const std::string& path, const std::string& text);
 
 // The message of the cabert::DataError that `action` throws; a test failure (and "") when it throws none.
 std::string data_error_message(const std::function<void()>& action);
+
+// Every record of a cabert file, after checking that it holds `type` records (e.g. "cabert.pb.TaskMetrics").
+template <typename Record>
+std::vector<Record> read_records(const std::string& path, const std::string& type) {
+  io::RecordReader reader(path);
+  reader.expect(type);
+  std::vector<Record> records;
+  Record record;
+  while (reader.next(&record)) records.push_back(record);
+  return records;
+}
 
 // A small lower-cased SentencePiece model (vocabulary 600, 8 sentinels) trained once per test process on
 // the shipped Alice sample (recipes/quickstart/data/gutenberg/11-0.txt); returns the .model path.

@@ -28,14 +28,6 @@ TaskKind parse_task_kind(const std::string& name) {
 
 namespace {
 
-std::string squash(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 std::vector<std::string> metrics_for(const std::string& glue_metric) {
   if (glue_metric == "mcc") return {"mcc", "accuracy"};
   if (glue_metric == "f1_accuracy") return {"f1", "accuracy"};
@@ -46,7 +38,7 @@ std::vector<std::string> metrics_for(const std::string& glue_metric) {
 }  // namespace
 
 bool known_task(const std::string& name, TaskDefinition* definition) {
-  std::string squashed = squash(name);
+  std::string squashed = text::canonical_task_name(name);
   if (squashed == "squad" || squashed == "squad11" || squashed == "squadv11" || squashed == "squad1" ||
       squashed == "squad20" || squashed == "squadv20" || squashed == "squad2") {
     definition->squad_v2 = squashed.find('2') != std::string::npos;

@@ -44,20 +44,12 @@ const std::vector<GlueTask>& glue_tasks() {
 
 namespace {
 
-std::string canonical(const std::string& name) {
-  std::string out;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  }
-  return out;
-}
-
 const GlueTask* find_glue_task(const std::string& name) {
-  std::string wanted = canonical(name);
+  std::string wanted = canonical_task_name(name);
   if (wanted == "mnlim" || wanted == "mnlimm" || wanted == "mnlimatched" || wanted == "mnlimismatched") wanted = "mnli";
   if (wanted == "diagnostic") wanted = "ax";
   for (const auto& task : glue_tasks()) {
-    if (canonical(task.name) == wanted) return &task;
+    if (canonical_task_name(task.name) == wanted) return &task;
   }
   return nullptr;
 }
@@ -90,6 +82,14 @@ Columns columns_from_header(const GlueTask& task, const std::vector<std::string>
 }
 
 }  // namespace
+
+std::string canonical_task_name(const std::string& name) {
+  std::string out;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
 
 bool is_glue_task(const std::string& name) { return find_glue_task(name) != nullptr; }
 

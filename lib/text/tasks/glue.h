@@ -25,6 +25,8 @@ struct GlueTask {
 const GlueTask& glue_task(const std::string& name);
 const std::vector<GlueTask>& glue_tasks();
 bool is_glue_task(const std::string& name);
+// Lower-cased letters and digits only: "SST-2", "sst2" and "Sst_2" all become "sst2".
+std::string canonical_task_name(const std::string& name);
 
 // Reads one GLUE file. Test files (no label column) come back with labeled == false.
 TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOptions& options = {});

@@ -15,22 +15,6 @@ namespace {
 
 using text::SpecialTokens;
 
-const std::string& tokenizer_model() {
-  static std::string model = [] {
-    std::string prefix = std::filesystem::temp_directory_path() / ("cabert_tasks_tok_" + std::to_string(getpid()));
-    text::TokenizerTrainOptions options;
-    options.inputs = {cabert::testing::source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt"};
-    options.input_format = text::TextFormat::kGutenberg;
-    options.vocab_size = 600;
-    options.num_sentinels = 8;
-    options.lowercase = true;
-    options.model_prefix = prefix;
-    text::train_tokenizer(options);
-    return prefix + ".model";
-  }();
-  return model;
-}
-
 TEST(TaskFeatures, PairTruncationIsLongestFirst) {
   // Budget 10 - 3 = 7 tokens for a (6) + b (3): drop from a until 4 + 3.
   Sequence s = encode_pair({10, 11, 12, 13, 14, 15}, {20, 21, 22}, 10, true);
@@ -81,7 +65,7 @@ TEST(TaskFeatures, KnownTasksAndGenericLabelOrder) {
 }
 
 TEST(TaskFeatures, ClassificationFeaturesAndBatches) {
-  text::Tokenizer tokenizer(tokenizer_model());
+  text::Tokenizer tokenizer(testing::alice_tokenizer());
   TaskDefinition task;
   ASSERT_TRUE(known_task("RTE", &task));
   text::TaskData data;
@@ -106,7 +90,7 @@ TEST(TaskFeatures, ClassificationFeaturesAndBatches) {
 }
 
 TEST(SquadFeatures, OffsetsCoverTheWordsTheyCameFrom) {
-  text::Tokenizer tokenizer(tokenizer_model());
+  text::Tokenizer tokenizer(testing::alice_tokenizer());
   std::string text = "  The  Queen's croquet-ground, 1865!\tAlice";
   auto tokens = tokenize_with_offsets(text, tokenizer);
   ASSERT_FALSE(tokens.empty());
@@ -155,7 +139,7 @@ text::SquadData long_context_question(bool impossible) {
 }
 
 TEST(SquadFeatures, WindowsWithStrideCoverTheContextAndLocateTheAnswer) {
-  text::Tokenizer tokenizer(tokenizer_model());
+  text::Tokenizer tokenizer(testing::alice_tokenizer());
   text::SquadData data = long_context_question(false);
   SquadOptions options;
   options.max_length = 48;
@@ -213,7 +197,7 @@ TEST(SquadFeatures, WindowsWithStrideCoverTheContextAndLocateTheAnswer) {
 }
 
 TEST(SquadFeatures, VersionTwoNullThreshold) {
-  text::Tokenizer tokenizer(tokenizer_model());
+  text::Tokenizer tokenizer(testing::alice_tokenizer());
   text::SquadData data = long_context_question(true);
   SquadOptions options;
   options.max_length = 64;

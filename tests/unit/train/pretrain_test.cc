@@ -65,12 +65,7 @@ PretrainOptions tiny_options(const std::string& preset, const std::string& dir, 
 }
 
 std::vector<pb::MetricsRecord> read_metrics(const std::string& dir) {
-  io::RecordReader reader(dir + "/metrics.cabert");
-  reader.expect("cabert.pb.MetricsRecord");
-  std::vector<pb::MetricsRecord> records;
-  pb::MetricsRecord r;
-  while (reader.next(&r)) records.push_back(r);
-  return records;
+  return testing::read_records<pb::MetricsRecord>(dir + "/metrics.cabert", "cabert.pb.MetricsRecord");
 }
 
 class PretrainTest : public ::testing::Test {
