@@ -346,7 +346,7 @@ bool RecordReader::load_next_records_frame() {
   }
 }
 
-bool RecordReader::next_bytes(std::string* bytes) {
+bool RecordReader::next_view(const char** data, size_t* size) {
   while (frame_position_ >= frame_.size()) {
     if (frame_records_seen_ != frame_records_expected_) {
       fail(frame_offset_, str("corrupted frame: holds ", frame_records_seen_, " records, its marker says ",
@@ -359,17 +359,28 @@ bool RecordReader::next_bytes(std::string* bytes) {
   if (!get_varint(frame_, &frame_position_, &length) || length > frame_.size() - frame_position_) {
     fail(frame_offset_, "corrupted frame: a record length runs past the frame");
   }
-  bytes->assign(frame_, frame_position_, length);
+  *data = frame_.data() + frame_position_;
+  *size = static_cast<size_t>(length);
   frame_position_ += length;
   ++records_read_;
   ++frame_records_seen_;
   return true;
 }
 
+bool RecordReader::next_bytes(std::string* bytes) {
+  const char* data = nullptr;
+  size_t size = 0;
+  if (!next_view(&data, &size)) return false;
+  bytes->assign(data, size);
+  return true;
+}
+
 bool RecordReader::next(google::protobuf::Message* record) {
-  std::string bytes;
-  if (!next_bytes(&bytes)) return false;
-  if (!record->ParseFromString(bytes)) {
+  const char* data = nullptr;
+  size_t size = 0;
+  if (!next_view(&data, &size)) return false;
+  // Parsed straight from the decompressed frame: no copy per record on the training input path.
+  if (!record->ParseFromArray(data, static_cast<int>(size))) {
     fail(frame_offset_, str("corrupted record ", records_read_, ": not a valid ",
                             record->GetDescriptor()->full_name()));
   }

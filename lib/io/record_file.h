@@ -103,6 +103,8 @@ class RecordReader {
   std::string read_frame(const Marker& marker);
   void skip_frame(const Marker& marker);
   bool load_next_records_frame();
+  // The bytes of the next record inside the current frame (valid until the next call).
+  bool next_view(const char** data, size_t* size);
   size_t read_some(char* data, size_t size);
   [[noreturn]] void fail(uint64_t offset, const std::string& message) const;
 
