@@ -118,8 +118,7 @@ void run_op_bench(const BenchOptions& options) {
   }
   for (const auto& op : options.ops) {
     if (ops::op_bench_description(op).empty()) {
-      throw UsageError(str("--op: expected one of lightconv, dynamicconv, sdconv, relpos, depthwise, attention, "
-                           "got '", op, "'"));
+      throw ops::unknown_op(op);
     }
   }
   const torch::Dtype dtype = parse_dtype(options.dtype);
@@ -355,7 +354,7 @@ void add_bench(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Benchmark convolution ops (time, peak memory, fused vs reference)");
   CLI::Option* op = sub->add_option("--op", options->ops,
-                                    "Ops, comma separated: lightconv, dynamicconv, sdconv, relpos, depthwise, attention")
+                                    "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, depthwise, attention")
                        ->delimiter(',');
   CLI::Option* model = sub->add_option("--model", options->model,
                                        "Model preset or config file: time MLM training steps and inference instead");

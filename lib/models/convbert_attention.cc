@@ -51,9 +51,11 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   torch::Tensor conv;
   if (kind == pb::DEPTHWISE_SEPARABLE) {
     conv = key_conv(x, mask);
+  } else if (kind == pb::SDCONV) {
+    conv = ops::span_dynamic_conv(q_flat, key_conv(x, mask), conv_value(x), conv_kernel->weight, conv_kernel->bias,
+                                  heads, kernel / 2, mask);
   } else {
-    torch::Tensor kernel_input = kind == pb::SDCONV ? key_conv(x, mask) * q_flat : x;
-    torch::Tensor kernels = torch::softmax(conv_kernel(kernel_input).view({B, T, heads, kernel}), -1);
+    torch::Tensor kernels = torch::softmax(conv_kernel(x).view({B, T, heads, kernel}), -1);
     conv = ops::dynamic_conv(conv_value(x), kernels, kernel / 2, mask);
   }
   if (mask.defined()) conv = conv * mask.unsqueeze(-1).to(conv.scalar_type());

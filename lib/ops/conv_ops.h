@@ -1,4 +1,4 @@
-// The convolution-branch ops of the encoders (lightweight, dynamic, SDConv, depthwise convolution and the
+// The convolution-branch ops of the encoders (lightweight, dynamic, span-based dynamic (SDConv), depthwise convolution and the
 // banded relative-position terms of composite attention). Models call these and nothing below them.
 //
 // Each op is one autograd-capable function with a single dispatch point: the kernel path (fused by default,
@@ -37,6 +37,15 @@ torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weig
 // step.
 torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels, int64_t padding_left,
                            const torch::Tensor& mask = {});
+
+// ConvBERT's span-based dynamic convolution (Jiang et al. 2020, eq. 5):
+//   SDConv(Q, Ks, V) = dynamic_conv(V, softmax_K(W_f (Q * Ks) + b_f), padding_left, mask),
+// q, key_span (the span-aware key, SepConv_K of the input) and v [B, T, C]; kernel_weight W_f [heads * K, C],
+// kernel_bias [heads * K] or undefined. The kernel generation is ATen (a small matmul and a softmax) on both
+// paths; the unfold-and-weight step is dynamic_conv's.
+torch::Tensor span_dynamic_conv(const torch::Tensor& q, const torch::Tensor& key_span, const torch::Tensor& v,
+                                const torch::Tensor& kernel_weight, const torch::Tensor& kernel_bias, int64_t heads,
+                                int64_t padding_left, const torch::Tensor& mask = {});
 
 // Depthwise conv (groups = C) on values: weight [C, K], bias [C] or undefined (added at real positions only).
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

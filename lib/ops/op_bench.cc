@@ -50,6 +50,13 @@ OpSetup make_setup(const OpBenchConfig& c) {
     auto proj = leaf(l, torch::randn({H * K, C}, options) * init);
     s.forward = [=] { return dynamic_conv(x, F::linear(x, proj).view({B, T, H, K}).softmax(-1), pad); };
   } else if (c.op == "sdconv") {
+    auto q = leaf(l, torch::randn({B, T, C}, options));
+    auto key_span = leaf(l, torch::randn({B, T, C}, options));
+    auto v = leaf(l, torch::randn({B, T, C}, options));
+    auto wf = leaf(l, torch::randn({H * K, C}, options) * init);
+    auto bf = leaf(l, torch::zeros({H * K}, options));
+    s.forward = [=] { return span_dynamic_conv(q, key_span, v, wf, bf, H, pad); };
+  } else if (c.op == "sdconv-branch") {
     auto x = leaf(l, torch::randn({B, T, C}, options));
     auto wq = leaf(l, torch::randn({C, C}, options) * init);
     auto wv = leaf(l, torch::randn({C, C}, options) * init);
@@ -57,12 +64,10 @@ OpSetup make_setup(const OpBenchConfig& c) {
     auto dwb = leaf(l, torch::zeros({C}, options));
     auto pw = leaf(l, torch::randn({C, C}, options) * init);
     auto wf = leaf(l, torch::randn({H * K, C}, options) * init);
+    auto bf = leaf(l, torch::zeros({H * K}, options));
     s.forward = [=] {
-      auto q = F::linear(x, wq);
-      auto v = F::linear(x, wv);
       auto key_span = F::linear(depthwise_conv(x, dw, dwb, pad), pw);
-      auto kernels = F::linear(q * key_span, wf).view({B, T, H, K}).softmax(-1);
-      return dynamic_conv(v, kernels, pad);
+      return span_dynamic_conv(F::linear(x, wq), key_span, F::linear(x, wv), wf, bf, H, pad);
     };
   } else if (c.op == "depthwise") {
     auto x = leaf(l, torch::randn({B, T, C}, options));
@@ -86,8 +91,7 @@ OpSetup make_setup(const OpBenchConfig& c) {
       return torch::matmul(scores.softmax(-1), qkv[2]).transpose(1, 2).reshape({B, T, C});
     };
   } else {
-    throw UsageError(str("--op: expected one of lightconv, dynamicconv, sdconv, relpos, depthwise, attention, got '",
-                         c.op, "'"));
+    throw unknown_op(c.op);
   }
   return s;
 }
@@ -145,8 +149,14 @@ std::string run_git(const std::string& args) {
 
 }  // namespace
 
+UsageError unknown_op(const std::string& op) {
+  std::string names;
+  for (const auto& name : op_bench_names()) names += (names.empty() ? "" : ", ") + name;
+  return UsageError(str("--op: expected one of ", names, ", got '", op, "'"));
+}
+
 const std::vector<std::string>& op_bench_names() {
-  static const std::vector<std::string> names = {"lightconv", "dynamicconv", "sdconv",
+  static const std::vector<std::string> names = {"lightconv", "dynamicconv", "sdconv",   "sdconv-branch",
                                                  "relpos",    "depthwise",   "attention"};
   return names;
 }
@@ -156,8 +166,11 @@ std::string op_bench_description(const std::string& op) {
   if (op == "dynamicconv")
     return "Linear(C->H*K) + softmax kernels then dynamic_conv (as fairseq DynamicConv1dTBC)";
   if (op == "sdconv")
-    return "ConvBERT SDConv branch: Q, V' linears, SepConv_K key span (depthwise_conv + pointwise), "
-           "softmax(W_f(Q*Ks)) kernels, dynamic_conv over V' (H conv heads)";
+    return "ConvBERT SDConv (Jiang et al. eq. 5) from Q, Ks, V': softmax(W_f(Q*Ks) + b_f) kernels for H conv heads, "
+           "then dynamic_conv over V'";
+  if (op == "sdconv-branch")
+    return "whole ConvBERT conv branch from X: Q and V' linears, Ks = SepConv_K(X) (depthwise_conv + pointwise "
+           "linear), then sdconv; the four C x C linears are the same ATen matmuls on both paths";
   if (op == "relpos") return "composite-attention terms q.W^C[r]*scale + beta[r] -> [B,H,T,T] (radius K/2)";
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "formats/bench.pb.h"
+#include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
 
 namespace cabert::ops {
@@ -24,8 +25,10 @@ struct OpBenchConfig {
   uint64_t seed = 42;
 };
 
-// lightconv, dynamicconv, sdconv, relpos, depthwise, attention.
+// lightconv, dynamicconv, sdconv, sdconv-branch, relpos, depthwise, attention.
 const std::vector<std::string>& op_bench_names();
+// The UsageError for an op name that is not one of op_bench_names(), listing them.
+UsageError unknown_op(const std::string& op);
 // What is timed for `op`, one sentence.
 std::string op_bench_description(const std::string& op);
 // Whether the op has a fused and a reference path (attention is plain ATen only).

@@ -92,6 +92,56 @@ TEST(FusedConv, DynamicMatchesReference) {
   }
 }
 
+TEST(FusedConv, SpanDynamicMatchesReference) {
+  torch::manual_seed(16);
+  const int64_t C = 4, H = 2;
+  for (const ConvCase& c : conv_cases()) {
+    auto mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
+    Op op = [&](const std::vector<torch::Tensor>& in) {
+      return ops::span_dynamic_conv(in[0], in[1], in[2], in[3], in[4], H, c.pad, mask);
+    };
+    std::vector<torch::Tensor> inputs = {
+        torch::randn({c.batch, c.length, C}, f64()), torch::randn({c.batch, c.length, C}, f64()),
+        torch::randn({c.batch, c.length, C}, f64()), torch::randn({H * c.kernel_size, C}, f64()),
+        torch::randn({H * c.kernel_size}, f64())};
+    auto probe = torch::randn({c.batch, c.length, C}, f64());
+    expect_same(run_on_path(KernelPath::kFused, op, inputs, probe),
+                run_on_path(KernelPath::kReference, op, inputs, probe), "span dynamic " + c.name());
+  }
+}
+
+// SDConv(Q, Ks, V)[b, i, c] = sum_j softmax_j(W_f (Q * Ks)[b, i] + b_f)[h(c), j] * V[b, i + j - pad, c], written
+// out with scalar loops (Jiang et al. 2020, eq. 4-5).
+TEST(FusedConv, SpanDynamicFollowsTheEquation) {
+  torch::manual_seed(17);
+  const int64_t B = 2, T = 5, C = 4, H = 2, K = 3, pad = 1;
+  auto q = torch::randn({B, T, C}, f64()), ks = torch::randn({B, T, C}, f64()), v = torch::randn({B, T, C}, f64());
+  auto wf = torch::randn({H * K, C}, f64()), bf = torch::randn({H * K}, f64());
+  auto out = ops::span_dynamic_conv(q, ks, v, wf, bf, H, pad);
+  auto Q = q.accessor<double, 3>(), S = ks.accessor<double, 3>(), V = v.accessor<double, 3>();
+  auto W = wf.accessor<double, 2>();
+  auto Bf = bf.accessor<double, 1>();
+  auto O = out.accessor<double, 3>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t h = 0; h < H; ++h) {
+        double logits[K], total = 0;
+        for (int64_t j = 0; j < K; ++j) {
+          logits[j] = Bf[h * K + j];
+          for (int64_t e = 0; e < C; ++e) logits[j] += W[h * K + j][e] * Q[b][i][e] * S[b][i][e];
+          total += std::exp(logits[j]);
+        }
+        for (int64_t c = h * (C / H); c < (h + 1) * (C / H); ++c) {
+          double expected = 0;
+          for (int64_t j = 0; j < K; ++j) {
+            const int64_t s = i + j - pad;
+            if (s >= 0 && s < T) expected += std::exp(logits[j]) / total * V[b][s][c];
+          }
+          EXPECT_NEAR(O[b][i][c], expected, 1e-12) << "b=" << b << " i=" << i << " c=" << c;
+        }
+      }
+}
+
 TEST(FusedConv, DepthwiseMatchesReferenceWithAndWithoutBias) {
   torch::manual_seed(13);
   const int64_t C = 5;
