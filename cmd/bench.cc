@@ -23,7 +23,7 @@
 #include "lib/models/summary.h"
 #include "lib/ops/conv_ops.h"
 #include "lib/ops/memory_meter.h"
-#include "lib/ops/op_bench.h"
+#include "lib/bench/op_bench.h"
 
 namespace cabert::cmd {
 namespace {
@@ -117,13 +117,13 @@ void run_op_bench(const BenchOptions& options) {
     throw UsageError(str("--format: expected md, tsv or json, got '", options.format, "'"));
   }
   for (const auto& op : options.ops) {
-    if (ops::op_bench_description(op).empty()) {
-      throw ops::unknown_op(op);
+    if (bench::op_bench_description(op).empty()) {
+      throw bench::unknown_op(op);
     }
   }
   const torch::Dtype dtype = parse_dtype(options.dtype);
   const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
-  const pb::BenchEnvironment env = ops::bench_environment();
+  const pb::BenchEnvironment env = bench::bench_environment();
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) {
     writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
@@ -131,13 +131,13 @@ void run_op_bench(const BenchOptions& options) {
   TablePrinter printer(options.format);
   printer.header(env);
   for (const auto& op : options.ops) {
-    log_info("bench ", op, ": ", ops::op_bench_description(op));
+    log_info("bench ", op, ": ", bench::op_bench_description(op));
     for (int64_t seq : options.seqs) {
       for (int64_t kernel : options.kernels) {
         double reference_median = 0;
-        const bool has_paths = ops::op_bench_has_kernel_paths(op);
+        const bool has_paths = bench::op_bench_has_kernel_paths(op);
         for (ops::KernelPath path : has_paths ? paths : std::vector<ops::KernelPath>{ops::KernelPath::kFused}) {
-          ops::OpBenchConfig config;
+          bench::OpBenchConfig config;
           config.op = op;
           config.batch = options.batch;
           config.seq = seq;
@@ -161,13 +161,13 @@ void run_op_bench(const BenchOptions& options) {
           record.set_heads(options.heads);
           record.set_kernel(kernel);
           record.set_dtype(options.dtype);
-          *record.mutable_timing() = ops::bench_op(config);
+          *record.mutable_timing() = bench::bench_op(config);
           if (path == ops::KernelPath::kReference) reference_median = record.timing().median_ms();
           if (path == ops::KernelPath::kFused && reference_median > 0) {
             record.set_speedup_vs_reference(reference_median / record.timing().median_ms());
           }
           *record.mutable_environment() = env;
-          record.set_note(ops::op_bench_description(op));
+          record.set_note(bench::op_bench_description(op));
           printer.row(record);
           if (writer) writer->write(record);
         }
@@ -230,7 +230,7 @@ double analytic_flops_per_token(models::MlmModel& model, const pb::ModelConfig& 
 
 void run_model_bench(const BenchOptions& options) {
   const pb::ModelConfig config = models::load_model_config(options.model, options.sets);
-  const pb::BenchEnvironment env = ops::bench_environment();
+  const pb::BenchEnvironment env = bench::bench_environment();
   const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
@@ -281,7 +281,7 @@ void run_model_bench(const BenchOptions& options) {
           const auto stop = std::chrono::steady_clock::now();
           if (i >= options.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
         }
-        pb::BenchTiming timing = ops::summarize_times(times);
+        pb::BenchTiming timing = bench::summarize_times(times);
         timing.set_warmup(options.warmup);
         ops::PeakMemoryScope memory;
         step();
@@ -354,7 +354,8 @@ void add_bench(CLI::App& app) {
   auto options = std::make_shared<BenchOptions>();
   CLI::App* sub = app.add_subcommand("bench", "Benchmark convolution ops (time, peak memory, fused vs reference)");
   CLI::Option* op = sub->add_option("--op", options->ops,
-                                    "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, depthwise, attention")
+                                    "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
+                                    "convbert-attention, depthwise, attention")
                        ->delimiter(',');
   CLI::Option* model = sub->add_option("--model", options->model,
                                        "Model preset or config file: time MLM training steps and inference instead");

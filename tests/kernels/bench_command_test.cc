@@ -6,7 +6,7 @@
 #include "formats/bench.pb.h"
 #include "lib/io/record_file.h"
 #include "lib/ops/memory_meter.h"
-#include "lib/ops/op_bench.h"
+#include "lib/bench/op_bench.h"
 #include "tests/test_paths.h"
 
 namespace cabert {
@@ -60,8 +60,8 @@ TEST(BenchCommand, WritesTableAndRecordsForBothKernelPaths) {
 TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
   auto result = testing::run_command(testing::cabert_binary() + " bench --op fastconv --seq 4");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, sdconv-branch, relpos, depthwise, "
-                            "attention, got 'fastconv'"),
+  EXPECT_NE(result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
+                            "convbert-attention, depthwise, attention, got 'fastconv'"),
             std::string::npos)
       << result.err;
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --kernels turbo");
@@ -73,14 +73,31 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
       << result.err;
 }
 
+TEST(BenchOps, EveryOpRunsOnEveryPathWithEvenAndOddKernels) {
+  for (const std::string& op : bench::op_bench_names()) {
+    for (ops::KernelPath path : {ops::KernelPath::kReference, ops::KernelPath::kFused}) {
+      for (int64_t kernel : {3, 4}) {
+        bench::OpBenchConfig config;
+        config.op = op;
+        config.batch = 2, config.seq = 6, config.channels = 8, config.heads = 2, config.kernel = kernel;
+        config.backward = true, config.path = path, config.warmup = 0, config.repeats = 2;
+        pb::BenchTiming timing = bench::bench_op(config);
+        EXPECT_EQ(timing.repeats(), 2) << op;
+        EXPECT_GT(timing.peak_extra_bytes(), 0) << op;
+        EXPECT_EQ(ops::kernel_path(), ops::KernelPath::kFused) << op << ": the process-wide path is restored";
+      }
+    }
+  }
+}
+
 TEST(BenchStatistics, QuartilesOfKnownSamples) {
-  pb::BenchTiming t = ops::summarize_times({5, 1, 4, 2, 3});
+  pb::BenchTiming t = bench::summarize_times({5, 1, 4, 2, 3});
   EXPECT_DOUBLE_EQ(t.median_ms(), 3);
   EXPECT_DOUBLE_EQ(t.q1_ms(), 2);
   EXPECT_DOUBLE_EQ(t.q3_ms(), 4);
   EXPECT_DOUBLE_EQ(t.min_ms(), 1);
   EXPECT_DOUBLE_EQ(t.max_ms(), 5);
-  t = ops::summarize_times({1, 2});
+  t = bench::summarize_times({1, 2});
   EXPECT_DOUBLE_EQ(t.median_ms(), 1.5);
 }
 

@@ -13,19 +13,19 @@
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
 
-namespace cabert::ops {
+namespace cabert::bench {
 
 struct OpBenchConfig {
   std::string op;  // one of op_bench_names()
   int64_t batch = 8, seq = 128, channels = 256, heads = 4, kernel = 17;
   bool backward = false;
-  KernelPath path = KernelPath::kFused;
+  ops::KernelPath path = ops::KernelPath::kFused;
   int warmup = 2, repeats = 10;
   torch::Dtype dtype = torch::kFloat;
   uint64_t seed = 42;
 };
 
-// lightconv, dynamicconv, sdconv, sdconv-branch, relpos, depthwise, attention.
+// lightconv, dynamicconv, sdconv, sdconv-branch, relpos, convbert-attention, depthwise, attention.
 const std::vector<std::string>& op_bench_names();
 // The UsageError for an op name that is not one of op_bench_names(), listing them.
 UsageError unknown_op(const std::string& op);
@@ -44,4 +44,4 @@ pb::BenchTiming summarize_times(std::vector<double> milliseconds);
 // Machine, threads, LibTorch, BLAS and git commit, for every bench record.
 pb::BenchEnvironment bench_environment();
 
-}  // namespace cabert::ops
+}  // namespace cabert::bench

@@ -1,4 +1,4 @@
-#include "lib/ops/op_bench.h"
+#include "lib/bench/op_bench.h"
 
 #include <ATen/Parallel.h>
 #include <torch/version.h>
@@ -16,10 +16,13 @@
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
+#include "lib/models/convbert_attention.h"
 #include "lib/ops/memory_meter.h"
 
-namespace cabert::ops {
+namespace cabert::bench {
 namespace {
+
+using namespace cabert::ops;
 
 namespace F = torch::nn::functional;
 
@@ -69,6 +72,20 @@ OpSetup make_setup(const OpBenchConfig& c) {
       auto key_span = F::linear(depthwise_conv(x, dw, dwb, pad), pw);
       return span_dynamic_conv(F::linear(x, wq), key_span, F::linear(x, wv), wf, bf, H, pad);
     };
+  } else if (c.op == "convbert-attention") {
+    pb::ModelConfig config;
+    config.set_hidden_size(C);
+    config.set_num_heads(H);
+    auto* cb = config.mutable_convbert();
+    cb->set_head_ratio(2);
+    cb->set_conv_kernel_size(K);
+    cb->set_bottleneck(true);
+    cb->set_conv_kind(pb::SDCONV);
+    models::MixedAttention attention(config);
+    attention->to(c.dtype);
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    for (auto& parameter : attention->parameters()) l.push_back(parameter);
+    s.forward = [=]() mutable { return attention(x, torch::Tensor()); };
   } else if (c.op == "depthwise") {
     auto x = leaf(l, torch::randn({B, T, C}, options));
     auto w = leaf(l, torch::randn({C, K}, options) * init);
@@ -156,8 +173,8 @@ UsageError unknown_op(const std::string& op) {
 }
 
 const std::vector<std::string>& op_bench_names() {
-  static const std::vector<std::string> names = {"lightconv", "dynamicconv", "sdconv",   "sdconv-branch",
-                                                 "relpos",    "depthwise",   "attention"};
+  static const std::vector<std::string> names = {"lightconv", "dynamicconv",        "sdconv",    "sdconv-branch",
+                                                 "relpos",    "convbert-attention", "depthwise", "attention"};
   return names;
 }
 
@@ -171,6 +188,9 @@ std::string op_bench_description(const std::string& op) {
   if (op == "sdconv-branch")
     return "whole ConvBERT conv branch from X: Q and V' linears, Ks = SepConv_K(X) (depthwise_conv + pointwise "
            "linear), then sdconv; the four C x C linears are the same ATen matmuls on both paths";
+  if (op == "convbert-attention")
+    return "ConvBERT mixed attention block (the model's module, as HF ConvBertSelfAttention): H / 2 bottleneck "
+           "attention heads beside the SDConv branch with H / 2 conv heads, head ratio 2, no dropout";
   if (op == "relpos") return "composite-attention terms q.W^C[r]*scale + beta[r] -> [B,H,T,T] (radius K/2)";
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
@@ -279,4 +299,4 @@ pb::BenchEnvironment bench_environment() {
   return env;
 }
 
-}  // namespace cabert::ops
+}  // namespace cabert::bench
