@@ -4,26 +4,21 @@
 
 #include <ATen/Parallel.h>
 
-#include <chrono>
 #include <cstdlib>
 #include <cstdio>
-#include <functional>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 #include "cmd/commands.h"
 #include "formats/bench.pb.h"
+#include "lib/bench/model_bench.h"
+#include "lib/bench/op_bench.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/models/layers.h"
 #include "lib/models/presets.h"
-#include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/ops/conv_ops.h"
-#include "lib/ops/memory_meter.h"
-#include "lib/bench/op_bench.h"
 
 namespace cabert::cmd {
 namespace {
@@ -49,6 +44,16 @@ std::string fixed(double value, int digits = 2) {
   return buffer;
 }
 
+// One record as one line of JSON (proto field names), flushed: `--format json` output is JSON lines.
+void print_json(const pb::BenchRecord& record) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.preserve_proto_field_names = true;
+  (void)google::protobuf::util::MessageToJsonString(record, &json, options);
+  std::cout << json << '\n';
+  std::cout.flush();
+}
+
 class TablePrinter {
  public:
   explicit TablePrinter(std::string format) : format_(std::move(format)) {}
@@ -72,12 +77,7 @@ class TablePrinter {
 
   void row(const pb::BenchRecord& r) {
     if (format_ == "json") {
-      std::string json;
-      google::protobuf::util::JsonPrintOptions options;
-      options.preserve_proto_field_names = true;
-      (void)google::protobuf::util::MessageToJsonString(r, &json, options);
-      std::cout << json << '\n';
-      std::cout.flush();
+      print_json(r);
       return;
     }
     const auto& t = r.timing();
@@ -183,59 +183,19 @@ void run_op_bench(const BenchOptions& options) {
 
 // ---- --model: training-step and inference throughput of a whole MLM model ----
 
-// Analytic forward FLOPs per token: 2 x the multiply-adds of every Linear / GroupedLinear of the encoder
-// (read off the module tree, so every variant's projections count as built) plus the token-mixing terms the
-// config implies per layer: attention 4 T width (QK^T and AV), convolutions 2 K channels, relative terms
-// 2 (2n+1) H. Embedding lookups, LayerNorm, softmax and GELU are not counted; the MLM head is excluded.
-double analytic_flops_per_token(models::MlmModel& model, const pb::ModelConfig& c, int64_t seq) {
-  double macs = 0;
-  for (const auto& item : model->encoder->named_modules()) {
-    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get())) macs += linear->weight.numel();
-    if (auto* grouped = dynamic_cast<models::GroupedLinearImpl*>(item.value().get())) macs += grouped->weight.numel();
-  }
-  const double H = c.hidden_size(), T = static_cast<double>(seq);
-  const double window = 2.0 * c.attention().relative_radius() + 1;
-  double mixing = 0;
-  for (int layer = 0; layer < c.num_layers(); ++layer) {
-    switch (c.family()) {
-      case pb::BERT: {
-        const auto& a = c.attention();
-        mixing += 2 * T * H;  // QK^T and AV: 2 T H multiply-adds
-        if (a.relative_dynamic()) mixing += window * H;
-        if (a.relative_key()) mixing += window * H;
-        if (a.depthwise_values()) mixing += window * H;
-        mixing += window * H * ((a.conv_query() ? 1 : 0) + (a.conv_key() ? 1 : 0) + (a.conv_value() ? 1 : 0));
-        break;
-      }
-      case pb::CONVBERT: {
-        const auto& cb = c.convbert();
-        const double ratio = std::max(1, cb.head_ratio());
-        const double width = cb.bottleneck() ? H / ratio : H;
-        mixing += 2 * T * width;
-        if (cb.conv_kind() != pb::NO_CONV) mixing += cb.conv_kernel_size() * width;  // the conv itself
-        if (cb.conv_kind() == pb::SDCONV || cb.conv_kind() == pb::DEPTHWISE_SEPARABLE) {
-          mixing += cb.conv_kernel_size() * H;  // depthwise part of the separable conv
-        }
-        break;
-      }
-      default: {
-        const auto& b = c.conv_block();
-        const int index = std::min(layer, b.kernel_sizes_size() - 1);
-        mixing += (index >= 0 ? b.kernel_sizes(index) : 0) * H;
-      }
-    }
-  }
-  return 2 * (macs + mixing);
-}
-
 void run_model_bench(const BenchOptions& options) {
-  const pb::ModelConfig config = models::load_model_config(options.model, options.sets);
-  const pb::BenchEnvironment env = bench::bench_environment();
-  const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
+  bench::ModelBenchConfig config;
+  config.model = models::load_model_config(options.model, options.sets);
+  config.model_name = options.model;
+  config.batch = options.batch;
+  config.paths = parse_paths(options.kernel_paths);
+  config.warmup = options.warmup;
+  config.repeats = options.repeats;
+  config.seed = global_options().seed;
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
-  ops::install_cpu_memory_meter();
   if (options.format == "md") {
+    const pb::BenchEnvironment env = bench::bench_environment();
     std::cout << "cabert bench --model " << options.model << " on " << env.cpu_model() << ", "
               << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "\n\n"
               << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
@@ -246,88 +206,15 @@ void run_model_bench(const BenchOptions& options) {
                  "infer_tok_s\tinfer_peak_mib\ttrain_speedup\n";
   }
   for (int64_t seq : options.seqs) {
-    if (seq > config.max_length()) {
-      throw UsageError(str("--seq ", seq, " exceeds max_length ", config.max_length(), " of ", options.model,
-                           "; raise it with --set max_length=", seq));
-    }
-    double reference_train_ms = 0;
-    for (ops::KernelPath path : paths) {
-      ops::set_kernel_path(path);
-      torch::manual_seed(global_options().seed);
-      models::MlmModel model(config);
-      torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
-      const int64_t B = options.batch, V = config.vocab_size();
-      auto ids = torch::randint(5, V, {B, seq}, torch::kLong);
-      auto segments = (torch::arange(seq) >= seq / 2).to(torch::kLong).unsqueeze(0).expand({B, seq}).contiguous();
-      auto mask = torch::ones({B, seq}, torch::kBool);
-      auto positions = torch::rand({B, seq}) < 0.15;
-      positions.index_put_({torch::indexing::Slice(), 1}, true);  // at least one prediction per sequence
-      auto labels = ids.masked_select(positions);
-      auto train_step = [&] {
-        optimizer.zero_grad();
-        auto loss = torch::nn::functional::cross_entropy(model->forward(ids, segments, mask, positions), labels);
-        loss.backward();
-        optimizer.step();
-      };
-      auto infer = [&] {
-        torch::NoGradGuard no_grad;
-        model->encoder->forward(ids, segments, mask);
-      };
-      auto measure = [&](const std::function<void()>& step) {
-        std::vector<double> times;
-        for (int i = 0; i < options.warmup + options.repeats; ++i) {
-          const auto start = std::chrono::steady_clock::now();
-          step();
-          const auto stop = std::chrono::steady_clock::now();
-          if (i >= options.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-        }
-        pb::BenchTiming timing = bench::summarize_times(times);
-        timing.set_warmup(options.warmup);
-        ops::PeakMemoryScope memory;
-        step();
-        timing.set_peak_extra_bytes(memory.peak_extra_bytes());
-        timing.set_memory_method("peak CPU tensor bytes above the model, optimizer state and batch during one "
-                                 "extra step (counting c10 allocator; oneDNN/BLAS scratch not counted)");
-        return timing;
-      };
-      model->train();
-      train_step();  // creates the optimizer state outside the measured memory
-      pb::BenchRecord record;
-      record.set_kind("model");
-      record.set_model(options.model);
-      record.set_kernels(ops::kernel_path_name(path));
-      record.set_backward(true);
-      record.set_batch(B);
-      record.set_seq(seq);
-      record.set_channels(config.hidden_size());
-      record.set_heads(config.num_heads());
-      record.set_dtype("float");
-      record.set_parameters(models::count_parameters(*model));
-      record.set_flops_per_token(analytic_flops_per_token(model, config, seq));
-      *record.mutable_train_timing() = measure(train_step);
-      model->eval();
-      *record.mutable_inference_timing() = measure(infer);
-      const double tokens = static_cast<double>(B * seq);
-      record.set_train_tokens_per_second(tokens / (record.train_timing().median_ms() / 1000));
-      record.set_inference_tokens_per_second(tokens / (record.inference_timing().median_ms() / 1000));
-      if (path == ops::KernelPath::kReference) reference_train_ms = record.train_timing().median_ms();
-      if (path == ops::KernelPath::kFused && reference_train_ms > 0) {
-        record.set_speedup_vs_reference(reference_train_ms / record.train_timing().median_ms());
-      }
-      *record.mutable_environment() = env;
-      record.set_note("training step = MLM forward + cross-entropy + backward + AdamW step; inference = encoder "
-                      "forward without gradients; flops_per_token: analytic forward (training ~3x)");
-      const auto& tr = record.train_timing();
-      const auto& in = record.inference_timing();
+    config.seq = seq;
+    for (const pb::BenchRecord& record : bench::bench_model(config)) {
       if (options.format == "json") {
-        std::string json;
-        google::protobuf::util::JsonPrintOptions json_options;
-        json_options.preserve_proto_field_names = true;
-        (void)google::protobuf::util::MessageToJsonString(record, &json, json_options);
-        std::cout << json << '\n';
+        print_json(record);
       } else {
+        const auto& tr = record.train_timing();
+        const auto& in = record.inference_timing();
         const std::vector<std::string> cells = {
-            options.model, record.kernels(), std::to_string(B), std::to_string(seq),
+            options.model, record.kernels(), std::to_string(record.batch()), std::to_string(seq),
             models::human_parameters(record.parameters()), fixed(record.flops_per_token() / 1e9, 4),
             fixed(tr.median_ms()) + " (" + fixed(tr.q1_ms()) + "-" + fixed(tr.q3_ms()) + ")",
             fixed(record.train_tokens_per_second(), 0),
@@ -339,12 +226,11 @@ void run_model_bench(const BenchOptions& options) {
           std::cout << (options.format == "md" ? (i ? " | " : "| ") : (i ? "\t" : "")) << cells[i];
         }
         std::cout << (options.format == "md" ? " |\n" : "\n");
+        std::cout.flush();
       }
-      std::cout.flush();
       if (writer) writer->write(record);
     }
   }
-  ops::set_kernel_path(ops::KernelPath::kFused);
   if (writer) writer->close();
 }
 

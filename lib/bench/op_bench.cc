@@ -229,8 +229,7 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
   if (config.repeats < 1 || config.warmup < 0) throw UsageError("bench: expected --repeats >= 1 and --warmup >= 0");
   install_cpu_memory_meter();
   torch::manual_seed(config.seed);
-  const KernelPath previous = kernel_path();
-  set_kernel_path(config.path);
+  ScopedKernelPath path(config.path);
   OpSetup setup = make_setup(config);
   auto run_once = [&] {
     torch::Tensor out = setup.forward();
@@ -240,37 +239,31 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
     }
   };
   std::vector<double> times;
-  try {
-    for (int i = 0; i < config.warmup + config.repeats; ++i) {
-      const auto start = std::chrono::steady_clock::now();
-      if (config.backward) {
-        run_once();
-      } else {
-        torch::NoGradGuard no_grad;
-        run_once();
-      }
-      const auto stop = std::chrono::steady_clock::now();
-      if (i >= config.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-    pb::BenchTiming timing = summarize_times(times);
-    timing.set_warmup(config.warmup);
-    PeakMemoryScope memory;
+  for (int i = 0; i < config.warmup + config.repeats; ++i) {
+    const auto start = std::chrono::steady_clock::now();
     if (config.backward) {
       run_once();
     } else {
       torch::NoGradGuard no_grad;
       run_once();
     }
-    timing.set_peak_extra_bytes(memory.peak_extra_bytes());
-    timing.set_memory_method(
-        "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 CPU "
-        "allocator (oneDNN/BLAS internal scratch not counted)");
-    set_kernel_path(previous);
-    return timing;
-  } catch (...) {
-    set_kernel_path(previous);
-    throw;
+    const auto stop = std::chrono::steady_clock::now();
+    if (i >= config.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
+  pb::BenchTiming timing = summarize_times(times);
+  timing.set_warmup(config.warmup);
+  PeakMemoryScope memory;
+  if (config.backward) {
+    run_once();
+  } else {
+    torch::NoGradGuard no_grad;
+    run_once();
+  }
+  timing.set_peak_extra_bytes(memory.peak_extra_bytes());
+  timing.set_memory_method(
+      "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 CPU "
+      "allocator (oneDNN/BLAS internal scratch not counted)");
+  return timing;
 }
 
 pb::BenchEnvironment bench_environment() {

@@ -28,6 +28,18 @@ KernelPath kernel_path();
 KernelPath parse_kernel_path(const std::string& name);
 std::string kernel_path_name(KernelPath path);
 
+// Sets the process-wide kernel path for one scope and restores the previous one on exit (also on exceptions).
+class ScopedKernelPath {
+ public:
+  explicit ScopedKernelPath(KernelPath path) : previous_(kernel_path()) { set_kernel_path(path); }
+  ~ScopedKernelPath() { set_kernel_path(previous_); }
+  ScopedKernelPath(const ScopedKernelPath&) = delete;
+  ScopedKernelPath& operator=(const ScopedKernelPath&) = delete;
+
+ private:
+  KernelPath previous_;
+};
+
 // weight [H, K], already softmax-normalised (and DropConnect-ed) by the caller.
 torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding_left,
                                const torch::Tensor& mask = {});

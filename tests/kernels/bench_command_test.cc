@@ -4,13 +4,22 @@
 #include <sstream>
 
 #include "formats/bench.pb.h"
-#include "lib/io/record_file.h"
-#include "lib/ops/memory_meter.h"
+#include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
+#include "lib/core/errors.h"
+#include "lib/io/record_file.h"
+#include "lib/models/presets.h"
+#include "lib/models/pretraining_models.h"
+#include "lib/models/summary.h"
+#include "lib/ops/memory_meter.h"
 #include "tests/test_paths.h"
 
 namespace cabert {
 namespace {
+
+int64_t count_parameters_of(const pb::ModelConfig& config) {
+  return models::count_parameters(*models::MlmModel(config));
+}
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;
@@ -87,6 +96,42 @@ TEST(BenchOps, EveryOpRunsOnEveryPathWithEvenAndOddKernels) {
         EXPECT_EQ(ops::kernel_path(), ops::KernelPath::kFused) << op << ": the process-wide path is restored";
       }
     }
+  }
+}
+
+TEST(BenchModel, OneRecordPerPathWithSpeedUpParametersAndFlops) {
+  bench::ModelBenchConfig config;
+  config.model = models::load_model_config("bert-tiny-composite", {});
+  config.model_name = "bert-tiny-composite";
+  config.batch = 2, config.seq = 16, config.warmup = 0, config.repeats = 2;
+  std::vector<pb::BenchRecord> records = bench::bench_model(config);
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].kernels(), "reference");
+  EXPECT_EQ(records[1].kernels(), "fused");
+  EXPECT_EQ(records[0].speedup_vs_reference(), 0);
+  EXPECT_NEAR(records[1].speedup_vs_reference(),
+              records[0].train_timing().median_ms() / records[1].train_timing().median_ms(), 1e-9);
+  for (const auto& record : records) {
+    EXPECT_EQ(record.kind(), "model");
+    EXPECT_EQ(record.parameters(), count_parameters_of(config.model));
+    EXPECT_EQ(record.train_timing().repeats(), 2);
+    EXPECT_EQ(record.inference_timing().repeats(), 2);
+    EXPECT_GT(record.train_timing().peak_extra_bytes(), 0);
+    EXPECT_NEAR(record.train_tokens_per_second(), 32 / (record.train_timing().median_ms() / 1000), 1e-6);
+    // At least the encoder's linear layers: 2 x (4 H^2 + 2 H I) multiply-adds per token and layer.
+    const double H = config.model.hidden_size(), I = config.model.intermediate_size();
+    EXPECT_GE(record.flops_per_token(), 2 * config.model.num_layers() * (4 * H * H + 2 * H * I));
+  }
+  EXPECT_EQ(ops::kernel_path(), ops::KernelPath::kFused) << "the process-wide path is restored";
+  config.seq = config.model.max_length() + 1;
+  try {
+    bench::bench_model(config);
+    ADD_FAILURE() << "expected a UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()), "--seq " + std::to_string(config.seq) + " exceeds max_length " +
+                                         std::to_string(config.model.max_length()) +
+                                         " of bert-tiny-composite; raise it with --set max_length=" +
+                                         std::to_string(config.seq));
   }
 }
 

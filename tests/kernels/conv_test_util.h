@@ -12,15 +12,7 @@
 
 namespace cabert::testing {
 
-// Sets the process-wide kernel path for one scope.
-class ScopedKernelPath {
- public:
-  explicit ScopedKernelPath(ops::KernelPath path) : previous_(ops::kernel_path()) { ops::set_kernel_path(path); }
-  ~ScopedKernelPath() { ops::set_kernel_path(previous_); }
-
- private:
-  ops::KernelPath previous_;
-};
+using ops::ScopedKernelPath;
 
 struct OpRun {
   torch::Tensor out;

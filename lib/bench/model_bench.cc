@@ -1,0 +1,195 @@
+#include "lib/bench/model_bench.h"
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include "lib/bench/op_bench.h"
+#include "lib/core/errors.h"
+#include "lib/models/layers.h"
+#include "lib/models/pretraining_models.h"
+#include "lib/models/summary.h"
+#include "lib/ops/memory_meter.h"
+
+namespace cabert::bench {
+namespace {
+
+// Analytic forward FLOPs per token: 2 x the multiply-adds of every Linear / GroupedLinear of the encoder
+// (read off the module tree, so every variant's projections count as built) plus the token-mixing terms the
+// config implies per layer: attention 4 T width (QK^T and AV), convolutions 2 K channels, relative terms
+// 2 (2n+1) H. Embedding lookups, LayerNorm, softmax and GELU are not counted; the MLM head is excluded.
+double analytic_flops_per_token(models::MlmModel& model, const pb::ModelConfig& c, int64_t seq) {
+  double macs = 0;
+  for (const auto& item : model->encoder->named_modules()) {
+    if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get())) macs += linear->weight.numel();
+    if (auto* grouped = dynamic_cast<models::GroupedLinearImpl*>(item.value().get())) macs += grouped->weight.numel();
+  }
+  const double H = c.hidden_size(), T = static_cast<double>(seq);
+  const double window = 2.0 * c.attention().relative_radius() + 1;
+  double mixing = 0;
+  for (int layer = 0; layer < c.num_layers(); ++layer) {
+    switch (c.family()) {
+      case pb::BERT: {
+        const auto& a = c.attention();
+        mixing += 2 * T * H;  // QK^T and AV: 2 T H multiply-adds
+        if (a.relative_dynamic()) mixing += window * H;
+        if (a.relative_key()) mixing += window * H;
+        if (a.depthwise_values()) mixing += window * H;
+        mixing += window * H * ((a.conv_query() ? 1 : 0) + (a.conv_key() ? 1 : 0) + (a.conv_value() ? 1 : 0));
+        break;
+      }
+      case pb::CONVBERT: {
+        const auto& cb = c.convbert();
+        const double ratio = std::max(1, cb.head_ratio());
+        const double width = cb.bottleneck() ? H / ratio : H;
+        mixing += 2 * T * width;
+        if (cb.conv_kind() != pb::NO_CONV) mixing += cb.conv_kernel_size() * width;  // the conv itself
+        if (cb.conv_kind() == pb::SDCONV || cb.conv_kind() == pb::DEPTHWISE_SEPARABLE) {
+          mixing += cb.conv_kernel_size() * H;  // depthwise part of the separable conv
+        }
+        break;
+      }
+      default: {
+        const auto& b = c.conv_block();
+        const int index = std::min(layer, b.kernel_sizes_size() - 1);
+        mixing += (index >= 0 ? b.kernel_sizes(index) : 0) * H;
+      }
+    }
+  }
+  return 2 * (macs + mixing);
+}
+
+// One kernel path's model, optimizer and timings.
+struct PathRun {
+  ops::KernelPath path;
+  models::MlmModel model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::vector<double> train_ms, inference_ms;
+  int64_t train_peak = 0, inference_peak = 0;
+};
+
+double milliseconds(const std::function<void()>& step) {
+  const auto start = std::chrono::steady_clock::now();
+  step();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int64_t peak_bytes(const std::function<void()>& step) {
+  ops::PeakMemoryScope memory;
+  step();
+  return memory.peak_extra_bytes();
+}
+
+pb::BenchTiming timing_of(const std::vector<double>& ms, int warmup, int64_t peak, const std::string& method) {
+  pb::BenchTiming timing = summarize_times(ms);
+  timing.set_warmup(warmup);
+  timing.set_peak_extra_bytes(peak);
+  timing.set_memory_method(method);
+  return timing;
+}
+
+}  // namespace
+
+std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
+  if (c.seq > c.model.max_length()) {
+    throw UsageError(str("--seq ", c.seq, " exceeds max_length ", c.model.max_length(), " of ", c.model_name,
+                         "; raise it with --set max_length=", c.seq));
+  }
+  if (c.batch < 1 || c.seq < 1) throw UsageError("bench: expected positive --batch and --seq");
+  if (c.repeats < 1 || c.warmup < 0) throw UsageError("bench: expected --repeats >= 1 and --warmup >= 0");
+  ops::install_cpu_memory_meter();
+  const int64_t B = c.batch, T = c.seq;
+  torch::manual_seed(c.seed);
+  auto ids = torch::randint(5, c.model.vocab_size(), {B, T}, torch::kLong);
+  auto segments = (torch::arange(T) >= T / 2).to(torch::kLong).unsqueeze(0).expand({B, T}).contiguous();
+  auto mask = torch::ones({B, T}, torch::kBool);
+  auto positions = torch::rand({B, T}) < 0.15;
+  positions.index_put_({torch::indexing::Slice(), 1}, true);  // at least one prediction per sequence
+  auto labels = ids.masked_select(positions);
+
+  std::vector<PathRun> runs;
+  for (ops::KernelPath path : c.paths) {
+    PathRun run;
+    run.path = path;
+    torch::manual_seed(c.seed + 1);  // the same weights on every path
+    run.model = models::MlmModel(c.model);
+    run.optimizer = std::make_unique<torch::optim::AdamW>(run.model->parameters(), torch::optim::AdamWOptions(1e-4));
+    runs.push_back(std::move(run));
+  }
+  auto train_step = [&](PathRun& run) {
+    run.optimizer->zero_grad();
+    auto loss = torch::nn::functional::cross_entropy(run.model->forward(ids, segments, mask, positions), labels);
+    loss.backward();
+    run.optimizer->step();
+  };
+  auto infer = [&](PathRun& run) {
+    torch::NoGradGuard no_grad;
+    run.model->encoder->forward(ids, segments, mask);
+  };
+  // Each phase: warm-up + repeats with the paths taking turns, then one more step per path for the peak memory.
+  auto phase = [&](const std::function<void(PathRun&)>& step, std::vector<double> PathRun::*times,
+                   int64_t PathRun::*peak) {
+    for (int i = 0; i < c.warmup + c.repeats; ++i) {
+      for (PathRun& run : runs) {
+        ops::ScopedKernelPath scope(run.path);
+        const double ms = milliseconds([&] { step(run); });
+        if (i >= c.warmup) (run.*times).push_back(ms);
+      }
+    }
+    for (PathRun& run : runs) {
+      ops::ScopedKernelPath scope(run.path);
+      run.*peak = peak_bytes([&] { step(run); });
+    }
+  };
+  for (PathRun& run : runs) {
+    ops::ScopedKernelPath scope(run.path);
+    run.model->train();
+    train_step(run);  // creates the optimizer state outside the measured memory
+  }
+  phase(train_step, &PathRun::train_ms, &PathRun::train_peak);
+  for (PathRun& run : runs) run.model->eval();
+  phase(infer, &PathRun::inference_ms, &PathRun::inference_peak);
+
+  const pb::BenchEnvironment env = bench_environment();
+  std::vector<pb::BenchRecord> records;
+  double reference_train_ms = 0;
+  for (PathRun& run : runs) {
+    pb::BenchRecord record;
+    record.set_kind("model");
+    record.set_model(c.model_name);
+    record.set_kernels(ops::kernel_path_name(run.path));
+    record.set_backward(true);
+    record.set_batch(B);
+    record.set_seq(T);
+    record.set_channels(c.model.hidden_size());
+    record.set_heads(c.model.num_heads());
+    record.set_dtype("float");
+    record.set_parameters(models::count_parameters(*run.model));
+    record.set_flops_per_token(analytic_flops_per_token(run.model, c.model, T));
+    *record.mutable_train_timing() =
+        timing_of(run.train_ms, c.warmup, run.train_peak,
+                  "peak CPU tensor bytes above the model, optimizer state and batch during one extra step "
+                  "(counting c10 allocator; oneDNN/BLAS scratch not counted)");
+    *record.mutable_inference_timing() =
+        timing_of(run.inference_ms, c.warmup, run.inference_peak,
+                  "peak CPU tensor bytes above the model and batch during one extra forward (counting c10 "
+                  "allocator; oneDNN/BLAS scratch not counted)");
+    const double tokens = static_cast<double>(B * T);
+    record.set_train_tokens_per_second(tokens / (record.train_timing().median_ms() / 1000));
+    record.set_inference_tokens_per_second(tokens / (record.inference_timing().median_ms() / 1000));
+    if (run.path == ops::KernelPath::kReference) reference_train_ms = record.train_timing().median_ms();
+    *record.mutable_environment() = env;
+    record.set_note("training step = MLM forward + cross-entropy + backward + AdamW step; inference = encoder "
+                    "forward without gradients; paths interleaved repeat by repeat; flops_per_token: analytic "
+                    "forward (training ~3x)");
+    records.push_back(std::move(record));
+  }
+  for (pb::BenchRecord& record : records) {
+    if (record.kernels() == ops::kernel_path_name(ops::KernelPath::kFused) && reference_train_ms > 0) {
+      record.set_speedup_vs_reference(reference_train_ms / record.train_timing().median_ms());
+    }
+  }
+  return records;
+}
+
+}  // namespace cabert::bench

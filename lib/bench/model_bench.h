@@ -1,0 +1,32 @@
+// Timing of whole models for `cabert bench --model PRESET`: MLM training steps (forward, cross-entropy,
+// backward, AdamW) and encoder inference, on each kernel path, with peak tensor memory and analytic FLOPs.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/bench.pb.h"
+#include "formats/model.pb.h"
+#include "lib/ops/conv_ops.h"
+
+namespace cabert::bench {
+
+struct ModelBenchConfig {
+  pb::ModelConfig model;
+  std::string model_name;  // as given on the command line (preset or config file)
+  int64_t batch = 8, seq = 128;
+  std::vector<ops::KernelPath> paths = {ops::KernelPath::kReference, ops::KernelPath::kFused};
+  int warmup = 2, repeats = 10;
+  uint64_t seed = 42;
+};
+
+// One record per path, in the order of config.paths. Every path gets its own model built from the same seed
+// (identical weights) and the same batch, and the paths take turns repeat by repeat, so a machine whose speed
+// drifts during the run slows every path alike. The fused record carries its training speed-up over the
+// reference when both ran. Throws UsageError when seq exceeds the model's max_length.
+std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& config);
+
+}  // namespace cabert::bench
