@@ -63,7 +63,8 @@ class TablePrinter {
                                               "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
     if (format_ == "md") {
       std::cout << "cabert bench on " << env.cpu_model() << " (" << env.logical_cores() << " logical cores), "
-                << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "\n\n|";
+                << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
+                << env.allocator() << "\n\n|";
       for (const auto& c : columns) std::cout << ' ' << c << " |";
       std::cout << "\n|";
       for (size_t i = 0; i < columns.size(); ++i) std::cout << (i < 2 ? "---|" : "---:|");
@@ -197,7 +198,8 @@ void run_model_bench(const BenchOptions& options) {
   if (options.format == "md") {
     const pb::BenchEnvironment env = bench::bench_environment();
     std::cout << "cabert bench --model " << options.model << " on " << env.cpu_model() << ", "
-              << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "\n\n"
+              << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
+              << env.allocator() << "\n\n"
               << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
                  "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up |\n"
               << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";

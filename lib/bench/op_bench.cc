@@ -13,6 +13,8 @@
 #include <sstream>
 #include <thread>
 
+#include <unistd.h>
+
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
@@ -148,6 +150,18 @@ std::string blas_lines() {
                           line.find("MKL") != std::string::npos || line.find("OpenMP") != std::string::npos ||
                           line.find("oneDNN") != std::string::npos || line.find("CPU capability") != std::string::npos;
     if (relevant) append(line);
+  }
+  return out;
+}
+
+// LD_PRELOAD-ed malloc replacements, else glibc with its MALLOC_* tunables (environ lists them).
+std::string describe_allocator() {
+  const char* preload = std::getenv("LD_PRELOAD");
+  if (preload != nullptr && *preload != '\0') return str("LD_PRELOAD=", preload);
+  std::string out = "glibc malloc";
+  for (char** entry = environ; *entry != nullptr; ++entry) {
+    const std::string variable = *entry;
+    if (variable.rfind("MALLOC_", 0) == 0 || variable.rfind("GLIBC_TUNABLES=", 0) == 0) out += " " + variable;
   }
   return out;
 }
@@ -289,6 +303,7 @@ pb::BenchEnvironment bench_environment() {
   env.set_native_cpu_kernels(kernels::native_cpu_kernels());
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   env.set_omp_wait_policy(wait_policy != nullptr ? wait_policy : "");
+  env.set_allocator(describe_allocator());
   return env;
 }
 

@@ -368,6 +368,10 @@ def machine_facts(threads):
         "cpu_capability": line_with("CPU capability", cfg).split(":", 1)[-1].strip(),
         "threads": threads,
         "OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", ""),
+        # as cabert bench's BenchEnvironment.allocator: a caching malloc moves these timings 2-3x
+        "allocator": ("LD_PRELOAD=" + os.environ["LD_PRELOAD"]) if os.environ.get("LD_PRELOAD") else " ".join(
+            ["glibc malloc"] + sorted(k + "=" + v for k, v in os.environ.items()
+                                      if k.startswith("MALLOC_") or k == "GLIBC_TUNABLES")),
         "OMP_NUM_THREADS": os.environ.get("OMP_NUM_THREADS", ""),
         "cpu": cpu,
         "cores": os.cpu_count(),
@@ -391,7 +395,7 @@ def header_line(facts, versions, a):
              "OpenMP %s (USE_OPENMP=%s), ATen parallel backend %s" % (facts["openmp"], facts["use_openmp"],
                                                                       facts["parallel_backend"]),
              "CPU capability %s" % facts["cpu_capability"], "threads %d" % facts["threads"],
-             "OMP_WAIT_POLICY=%s" % facts["OMP_WAIT_POLICY"], "CPU %s x%s" % (facts["cpu"], facts["cores"]),
+             "OMP_WAIT_POLICY=%s" % facts["OMP_WAIT_POLICY"], "allocator: %s" % facts["allocator"], "CPU %s x%s" % (facts["cpu"], facts["cores"]),
              "loadavg %s" % facts["loadavg_at_start"], "python %s" % facts["python"]]
     for k in ("transformers", "fairseq"):
         if k in versions:

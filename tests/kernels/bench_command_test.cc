@@ -1,6 +1,7 @@
 // `cabert bench --op`: the table, the record file, and usage errors, on tiny sizes (no timing assertions).
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <sstream>
 
 #include "formats/bench.pb.h"
@@ -132,6 +133,23 @@ TEST(BenchModel, OneRecordPerPathWithSpeedUpParametersAndFlops) {
                                          std::to_string(config.model.max_length()) +
                                          " of bert-tiny-composite; raise it with --set max_length=" +
                                          std::to_string(config.seq));
+  }
+}
+
+TEST(BenchEnvironment, NamesTheAllocator) {
+  const char* preload = std::getenv("LD_PRELOAD");
+  const std::string saved_preload = preload != nullptr ? preload : "";
+  unsetenv("LD_PRELOAD");
+  setenv("MALLOC_ARENA_MAX", "3", 1);
+  EXPECT_NE(bench::bench_environment().allocator().find("glibc malloc"), std::string::npos);
+  EXPECT_NE(bench::bench_environment().allocator().find("MALLOC_ARENA_MAX=3"), std::string::npos);
+  unsetenv("MALLOC_ARENA_MAX");
+  setenv("LD_PRELOAD", "/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4", 1);
+  EXPECT_EQ(bench::bench_environment().allocator(), "LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libtcmalloc_minimal.so.4");
+  if (saved_preload.empty()) {
+    unsetenv("LD_PRELOAD");
+  } else {
+    setenv("LD_PRELOAD", saved_preload.c_str(), 1);
   }
 }
 
