@@ -13,9 +13,10 @@ namespace cabert::kernels::cpu {
 template <typename T>
 constexpr int64_t kLanes = 256 / sizeof(T);
 
-// out[0, n) = init[0, n) (or 0 when init is null; init may be out itself) + sum over taps of coefficient(tap) * source(tap)[0, n),
-// where `for_each_tap(f)` calls f(const T* coefficients_or_null, T scalar_coefficient, const T* source) for
-// every contributing tap: per-channel coefficients (depthwise, lightweight) or one scalar (dynamic).
+// out[0, n) = init[0, n) (or 0 when init is null; init may be out itself) + sum over taps of
+// coefficient(tap) * source(tap)[0, n), where `for_each_tap(f)` calls f(const T* coefficients_or_null,
+// T scalar_coefficient, const T* source) for every contributing tap: per-channel coefficients (depthwise,
+// lightweight) or one scalar (dynamic).
 template <typename T, typename ForEachTap>
 inline void accumulate_taps(T* out, const T* init, int64_t n, ForEachTap for_each_tap) {
   constexpr int64_t L = kLanes<T>;

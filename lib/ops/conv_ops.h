@@ -1,5 +1,6 @@
-// The convolution-branch ops of the encoders (lightweight, dynamic, span-based dynamic (SDConv), depthwise convolution and the
-// banded relative-position terms of composite attention). Models call these and nothing below them.
+// The convolution-branch ops of the encoders (lightweight, dynamic, span-based dynamic (SDConv), depthwise
+// convolution and the banded relative-position terms of composite attention). Models call these and nothing
+// below them.
 //
 // Each op is one autograd-capable function with a single dispatch point: the kernel path (fused by default,
 // `--kernels reference` for debugging) and, on the fused path, the device of x (CPU fused kernel or CUDA
