@@ -1,6 +1,5 @@
 #include "lib/bench/model_bench.h"
 
-#include <chrono>
 #include <functional>
 #include <memory>
 
@@ -68,26 +67,6 @@ struct PathRun {
   int64_t train_peak = 0, inference_peak = 0;
 };
 
-double milliseconds(const std::function<void()>& step) {
-  const auto start = std::chrono::steady_clock::now();
-  step();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-int64_t peak_bytes(const std::function<void()>& step) {
-  ops::PeakMemoryScope memory;
-  step();
-  return memory.peak_extra_bytes();
-}
-
-pb::BenchTiming timing_of(const std::vector<double>& ms, int warmup, int64_t peak, const std::string& method) {
-  pb::BenchTiming timing = summarize_times(ms);
-  timing.set_warmup(warmup);
-  timing.set_peak_extra_bytes(peak);
-  timing.set_memory_method(method);
-  return timing;
-}
-
 }  // namespace
 
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
@@ -132,13 +111,13 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     for (int i = 0; i < c.warmup + c.repeats; ++i) {
       for (PathRun& run : runs) {
         ops::ScopedKernelPath scope(run.path);
-        const double ms = milliseconds([&] { step(run); });
+        const double ms = elapsed_ms([&] { step(run); });
         if (i >= c.warmup) (run.*times).push_back(ms);
       }
     }
     for (PathRun& run : runs) {
       ops::ScopedKernelPath scope(run.path);
-      run.*peak = peak_bytes([&] { step(run); });
+      run.*peak = peak_extra_bytes_of([&] { step(run); });
     }
   };
   for (PathRun& run : runs) {
@@ -167,11 +146,11 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     record.set_parameters(models::count_parameters(*run.model));
     record.set_flops_per_token(analytic_flops_per_token(run.model, c.model, T));
     *record.mutable_train_timing() =
-        timing_of(run.train_ms, c.warmup, run.train_peak,
+        make_timing(run.train_ms, c.warmup, run.train_peak,
                   "peak CPU tensor bytes above the model, optimizer state and batch during one extra step "
                   "(counting c10 allocator; oneDNN/BLAS scratch not counted)");
     *record.mutable_inference_timing() =
-        timing_of(run.inference_ms, c.warmup, run.inference_peak,
+        make_timing(run.inference_ms, c.warmup, run.inference_peak,
                   "peak CPU tensor bytes above the model and batch during one extra forward (counting c10 "
                   "allocator; oneDNN/BLAS scratch not counted)");
     const double tokens = static_cast<double>(B * T);

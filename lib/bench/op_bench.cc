@@ -245,38 +245,43 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
   torch::manual_seed(config.seed);
   ScopedKernelPath path(config.path);
   OpSetup setup = make_setup(config);
-  auto run_once = [&] {
-    torch::Tensor out = setup.forward();
-    if (config.backward) {
-      torch::Tensor probe = torch::ones_like(out);
-      torch::autograd::grad({out}, setup.leaves, {probe});
+  auto run = [&] {
+    if (!config.backward) {
+      torch::NoGradGuard no_grad;
+      setup.forward();
+      return;
     }
+    torch::Tensor out = setup.forward();
+    torch::autograd::grad({out}, setup.leaves, {torch::ones_like(out)});
   };
   std::vector<double> times;
   for (int i = 0; i < config.warmup + config.repeats; ++i) {
-    const auto start = std::chrono::steady_clock::now();
-    if (config.backward) {
-      run_once();
-    } else {
-      torch::NoGradGuard no_grad;
-      run_once();
-    }
-    const auto stop = std::chrono::steady_clock::now();
-    if (i >= config.warmup) times.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    const double ms = elapsed_ms(run);
+    if (i >= config.warmup) times.push_back(ms);
   }
-  pb::BenchTiming timing = summarize_times(times);
-  timing.set_warmup(config.warmup);
+  return make_timing(times, config.warmup, peak_extra_bytes_of(run),
+                     "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 "
+                     "CPU allocator (oneDNN/BLAS internal scratch not counted)");
+}
+
+double elapsed_ms(const std::function<void()>& run) {
+  const auto start = std::chrono::steady_clock::now();
+  run();
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
+int64_t peak_extra_bytes_of(const std::function<void()>& run) {
   PeakMemoryScope memory;
-  if (config.backward) {
-    run_once();
-  } else {
-    torch::NoGradGuard no_grad;
-    run_once();
-  }
-  timing.set_peak_extra_bytes(memory.peak_extra_bytes());
-  timing.set_memory_method(
-      "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 CPU "
-      "allocator (oneDNN/BLAS internal scratch not counted)");
+  run();
+  return memory.peak_extra_bytes();
+}
+
+pb::BenchTiming make_timing(const std::vector<double>& milliseconds, int warmup, int64_t peak_extra_bytes,
+                            const std::string& memory_method) {
+  pb::BenchTiming timing = summarize_times(milliseconds);
+  timing.set_warmup(warmup);
+  timing.set_peak_extra_bytes(peak_extra_bytes);
+  timing.set_memory_method(memory_method);
   return timing;
 }
 

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,14 @@ pb::BenchTiming bench_op(const OpBenchConfig& config);
 
 // Summary statistics of a list of durations in milliseconds.
 pb::BenchTiming summarize_times(std::vector<double> milliseconds);
+
+// The pieces both benches time with: wall-clock milliseconds of one call; peak CPU tensor bytes a call
+// allocates above what exists before it; the summary record of timed runs with their peak and how it was
+// measured.
+double elapsed_ms(const std::function<void()>& run);
+int64_t peak_extra_bytes_of(const std::function<void()>& run);
+pb::BenchTiming make_timing(const std::vector<double>& milliseconds, int warmup, int64_t peak_extra_bytes,
+                            const std::string& memory_method);
 
 // Machine, threads, LibTorch, BLAS and git commit, for every bench record.
 pb::BenchEnvironment bench_environment();
