@@ -12,6 +12,12 @@ import argparse
 import json
 import sys
 
+
+def bad_input(message):
+    """Bad input files: a sentence naming the file (and line) on stderr, exit code 3 as cabert's."""
+    print(f"compare.py: {message}", file=sys.stderr)
+    sys.exit(3)
+
 # cabert op -> public rows that implement the same computation (issue 5's table).
 PUBLIC_ROWS = {
     "lightconv": ["fairseq-lightconv-band", "fairseq-lightconv-unfold", "fairseq-lightconv-conv1d"],
@@ -36,7 +42,7 @@ def load_cabert(path):
             try:
                 r = json.loads(line)
             except json.JSONDecodeError as e:
-                sys.exit(f"{path}:{number}: expected one JSON bench record per line ({e})")
+                bad_input(f"{path}:{number}: expected one JSON bench record per line ({e})")
             if r.get("kind") != "op":
                 continue
             key = (r["op"], int(r["seq"]), int(r["kernel"]))
@@ -52,7 +58,7 @@ def load_public(path):
         with open(path) as f:
             data = json.load(f)
     except json.JSONDecodeError as e:
-        sys.exit(f"{path}: expected the JSON output of public_baselines.py --format json ({e})")
+        bad_input(f"{path}: expected the JSON output of public_baselines.py --format json ({e})")
     out = {}
     for r in data.get("results", []):
         if r.get("median_ms") is not None:
