@@ -16,7 +16,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
 #include "lib/models/summary.h"
 #include "lib/ops/conv_ops.h"
 
@@ -186,7 +186,7 @@ void run_op_bench(const BenchOptions& options) {
 
 void run_model_bench(const BenchOptions& options) {
   bench::ModelBenchConfig config;
-  config.model = models::load_model_config(options.model, options.sets);
+  config.model = config::load_model_config(options.model, options.sets);
   config.model_name = options.model;
   config.batch = options.batch;
   config.paths = parse_paths(options.kernel_paths);

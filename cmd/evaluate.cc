@@ -8,15 +8,15 @@
 #include <nlohmann/json.hpp>
 
 #include "cmd/commands.h"
+#include "cmd/compute_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/eval/summary.h"
 #include "lib/io/record_file.h"
-#include "lib/ops/conv_ops.h"
-#include "lib/text/tasks/glue.h"
-#include "lib/train/finetune.h"
-#include "lib/train/finetune_predict.h"
+#include "lib/eval/predict_split.h"
+#include "lib/eval/task_model_loader.h"
+#include "lib/tasks/glue.h"
 
 namespace fs = std::filesystem;
 
@@ -25,7 +25,8 @@ namespace cabert::cmd {
 namespace {
 
 struct EvaluateCommand {
-  std::string model, task, tokenizer, output, predictions, name, device = "cpu", kernels = "fused";
+  std::string model, task, tokenizer, output, predictions, name;
+  ComputeFlags compute;
   std::vector<std::string> data, summarize;
   std::string format = "markdown", aggregate = "mean";
   bool glue_with_wnli = false, skip_bad_rows = false;
@@ -95,7 +96,7 @@ std::string predictions_path(const std::string& target, const std::string& metri
   return target;
 }
 
-void write_predictions(const std::string& path, const train::SplitPredictions& predictions,
+void write_predictions(const std::string& path, const eval::SplitPredictions& predictions,
                        const tasks::TaskDefinition& definition) {
   std::string text;
   if (definition.kind == tasks::TaskKind::kSpan) {
@@ -123,9 +124,8 @@ void write_predictions(const std::string& path, const train::SplitPredictions& p
 void run_evaluate(const EvaluateCommand& command) {
   if (command.model.empty()) throw UsageError("--model CKPT is required (or --summarize METRICS...)");
   if (command.data.empty()) throw UsageError("--data FILE is required");
-  ops::set_kernel_path(ops::parse_kernel_path(command.kernels));
-  torch::Device device = train::parse_device(command.device);
-  train::LoadedTaskModel loaded = train::load_task_model(command.model, device);
+  torch::Device device(apply_compute_flags(command.compute));
+  eval::LoadedTaskModel loaded = eval::load_task_model(command.model, device);
   tasks::TaskDefinition definition = loaded.definition;
   if (!command.task.empty()) {
     tasks::TaskDefinition requested;
@@ -142,14 +142,14 @@ void run_evaluate(const EvaluateCommand& command) {
     throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
   }
   text::Tokenizer tokenizer(tokenizer_path);
-  train::check_tokenizer_matches(tokenizer, loaded.info, command.model);
+  eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
 
   std::vector<std::string> files;
   for (const auto& path : command.data) {
     std::error_code ec;
     if (fs::is_directory(path, ec) && definition.glue) {
-      const text::GlueTask& glue = text::glue_task(definition.name);
-      for (const auto& file : glue.dev_files) files.push_back(text::glue_split_file(glue, path, file));
+      const tasks::GlueTask& glue = tasks::glue_task(definition.name);
+      for (const auto& file : glue.dev_files) files.push_back(tasks::glue_split_file(glue, path, file));
     } else {
       files.push_back(path);
     }
@@ -161,10 +161,10 @@ void run_evaluate(const EvaluateCommand& command) {
   if (command.label_column_given) source.table.label_column = command.label_column;
   if (!command.id_column.empty()) source.table.id_column = command.id_column;
   if (!command.table_format.empty()) {
-    source.table.format = text::parse_table_format(command.table_format);
+    source.table.format = tasks::parse_table_format(command.table_format);
     source.format_given = true;
   }
-  train::PredictOptions predict;
+  eval::PredictOptions predict;
   predict.max_length = loaded.max_length;
   predict.batch_size = command.batch_size;
   predict.squad = loaded.squad;
@@ -187,7 +187,7 @@ void run_evaluate(const EvaluateCommand& command) {
   for (const auto& path : files) {
     tasks::TaskSplit split = tasks::read_task_file(definition, path, source);
     if (split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
-    train::SplitPredictions predictions = train::predict_split(loaded.model, definition, split, tokenizer, predict);
+    eval::SplitPredictions predictions = eval::predict_split(loaded.model, definition, split, tokenizer, predict);
     if (!command.predictions.empty()) {
       std::string target = predictions_path(command.predictions, split.metrics_task,
                                             definition.kind == tasks::TaskKind::kSpan, files.size());
@@ -251,8 +251,7 @@ void add_evaluate(CLI::App& app) {
                                        "Generic tasks: label column; \"\" for an unlabelled file");
   sub->add_option("--id-column", command->id_column, "Generic tasks: id column");
   sub->add_option("--table-format", command->table_format, "Generic tasks: csv, tsv or jsonl (default: by extension)");
-  sub->add_option("--device", command->device, "cpu or cuda[:N]")->capture_default_str();
-  sub->add_option("--kernels", command->kernels, "Convolution kernels: fused or reference")->capture_default_str();
+  add_compute_flags(sub, command->compute);
   sub->add_option("--summarize", command->summarize,
                   "Merge metrics records (files or directories) into one table: models x tasks + GLUE score");
   sub->add_option("--format", command->format, "--summarize output: markdown, tsv or json")->capture_default_str();

@@ -5,10 +5,10 @@
 #include <memory>
 
 #include "cmd/commands.h"
+#include "cmd/compute_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
-#include "lib/ops/conv_ops.h"
-#include "lib/text/tasks/table.h"
+#include "lib/tasks/table.h"
 #include "lib/train/finetune.h"
 
 namespace cabert::cmd {
@@ -18,7 +18,8 @@ namespace {
 struct FinetuneCommand {
   train::FinetuneOptions options;
   tasks::TaskSource source;
-  std::string format, kernels = "fused";
+  std::string format;
+  ComputeFlags compute;
   bool no_header = false;
 };
 
@@ -98,15 +99,14 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--format", command->format, "Generic tasks: csv, tsv or jsonl (default: by file extension)");
   sub->add_flag("--no-header", command->no_header, "Generic CSV/TSV: no header row; columns are 0-based indices");
   sub->add_flag("--skip-bad-rows", s.skip_bad_rows, "Skip malformed rows (counted) instead of stopping");
-  sub->add_option("--device", o.device, "cpu or cuda[:N]")->capture_default_str();
-  sub->add_option("--kernels", command->kernels, "Convolution kernels: fused or reference")->capture_default_str();
+  add_compute_flags(sub, command->compute);
   sub->callback([sub, command] {
     record_options(*sub);
     auto& options = command->options;
     auto& source = command->source;
-    ops::set_kernel_path(ops::parse_kernel_path(command->kernels));
+    options.device = apply_compute_flags(command->compute);
     if (!command->format.empty()) {
-      source.table.format = text::parse_table_format(command->format);
+      source.table.format = tasks::parse_table_format(command->format);
       source.format_given = true;
     }
     source.table.header = !command->no_header;

@@ -3,12 +3,13 @@
 #include <iostream>
 
 #include "cmd/commands.h"
+#include "cmd/compute_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
-#include "lib/ops/conv_ops.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
 #include "lib/text/tokenizer.h"
 #include "lib/train/pretrainer.h"
 
@@ -19,7 +20,7 @@ struct PretrainFlags {
   std::string preset = "bert-small-composite";
   std::vector<std::string> sets;
   std::string objective = "mlm";
-  std::string kernels = "fused";
+  ComputeFlags compute;
   bool dry_run = false, list_presets = false, dump_config = false;
   train::PretrainOptions options;
 };
@@ -38,14 +39,13 @@ int64_t first_regular_id_of(const std::string& shard) {
 
 void run(PretrainFlags& flags) {
   if (flags.list_presets) {
-    std::cout << models::describe_presets();
+    std::cout << config::describe_presets();
     return;
   }
   auto objective = train::parse_objective(flags.objective);
-  ops::set_kernel_path(ops::parse_kernel_path(flags.kernels));
-  pb::ModelConfig config = models::load_model_config(flags.preset, flags.sets);
+  pb::ModelConfig config = config::load_model_config(flags.preset, flags.sets);
   if (flags.dump_config) {
-    std::cout << models::config_to_text(config);
+    std::cout << config::config_to_text(config);
     return;
   }
   if (flags.dry_run) {
@@ -61,6 +61,7 @@ void run(PretrainFlags& flags) {
   auto& options = flags.options;
   if (options.corpus.empty()) throw UsageError("pretrain: --corpus is required (shards from `cabert build-corpus`)");
   if (options.model_dir.empty()) throw UsageError("pretrain: --model-dir is required");
+  options.device = apply_compute_flags(flags.compute);
   options.corpus = expand_inputs(options.corpus);
   options.model = config;
   options.objective = objective;
@@ -103,9 +104,8 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints to keep")->capture_default_str();
   sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
-  sub->add_option("--device", o.device, "cpu or cuda")->capture_default_str();
+  add_compute_flags(sub, flags->compute);
   sub->add_flag("--amp", o.amp, "Mixed precision (bfloat16 autocast, CUDA only)");
-  sub->add_option("--kernels", flags->kernels, "Convolution kernels: fused or reference")->capture_default_str();
   sub->add_flag("--dry-run", flags->dry_run, "Print the module tree with parameter counts and exit");
   sub->add_flag("--list-presets", flags->list_presets, "List the model presets and exit");
   sub->add_flag("--dump-config", flags->dump_config, "Print the resolved model config (text format) and exit");

@@ -6,6 +6,7 @@
 #include "lib/bench/op_bench.h"
 #include "lib/core/errors.h"
 #include "lib/models/layers.h"
+#include "lib/models/mixer_registry.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/ops/memory_meter.h"
@@ -23,38 +24,9 @@ double analytic_flops_per_token(models::MlmModel& model, const pb::ModelConfig& 
     if (auto* linear = dynamic_cast<torch::nn::LinearImpl*>(item.value().get())) macs += linear->weight.numel();
     if (auto* grouped = dynamic_cast<models::GroupedLinearImpl*>(item.value().get())) macs += grouped->weight.numel();
   }
-  const double H = c.hidden_size(), T = static_cast<double>(seq);
-  const double window = 2.0 * c.attention().relative_radius() + 1;
+  const models::MixerFamily& family = models::mixer_family(c.family());
   double mixing = 0;
-  for (int layer = 0; layer < c.num_layers(); ++layer) {
-    switch (c.family()) {
-      case pb::BERT: {
-        const auto& a = c.attention();
-        mixing += 2 * T * H;  // QK^T and AV: 2 T H multiply-adds
-        if (a.relative_dynamic()) mixing += window * H;
-        if (a.relative_key()) mixing += window * H;
-        if (a.depthwise_values()) mixing += window * H;
-        mixing += window * H * ((a.conv_query() ? 1 : 0) + (a.conv_key() ? 1 : 0) + (a.conv_value() ? 1 : 0));
-        break;
-      }
-      case pb::CONVBERT: {
-        const auto& cb = c.convbert();
-        const double ratio = std::max(1, cb.head_ratio());
-        const double width = cb.bottleneck() ? H / ratio : H;
-        mixing += 2 * T * width;
-        if (cb.conv_kind() != pb::NO_CONV) mixing += cb.conv_kernel_size() * width;  // the conv itself
-        if (cb.conv_kind() == pb::SDCONV || cb.conv_kind() == pb::DEPTHWISE_SEPARABLE) {
-          mixing += cb.conv_kernel_size() * H;  // depthwise part of the separable conv
-        }
-        break;
-      }
-      default: {
-        const auto& b = c.conv_block();
-        const int index = std::min(layer, b.kernel_sizes_size() - 1);
-        mixing += (index >= 0 ? b.kernel_sizes(index) : 0) * H;
-      }
-    }
-  }
+  for (int64_t layer = 0; layer < c.num_layers(); ++layer) mixing += family.mixing_macs_per_token(c, layer, seq);
   return 2 * (macs + mixing);
 }
 

@@ -18,8 +18,9 @@
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
-#include "lib/models/convbert_attention.h"
+#include "lib/models/convbert_mixed_attention.h"
 #include "lib/ops/memory_meter.h"
+#include "lib/ops/span_dynamic_conv.h"
 
 namespace cabert::bench {
 namespace {

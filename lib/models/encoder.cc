@@ -1,39 +1,24 @@
 #include "lib/models/encoder.h"
 
-#include "lib/core/errors.h"
+#include "lib/models/mixer_registry.h"
 
 namespace cabert::models {
 
 EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index) {
   const int64_t H = config.hidden_size();
-  int64_t mixed_width = H;
-  switch (config.family()) {
-    case pb::BERT:
-      attention = register_module("attention", BertSelfAttention(config));
-      break;
-    case pb::CONVBERT:
-      mixed_attention = register_module("attention", MixedAttention(config));
-      mixed_width = mixed_attention->output_size();
-      break;
-    case pb::LIGHTCONV:
-    case pb::DYNAMICCONV:
-      conv = register_module("conv", ConvBlock(config, layer_index));
-      break;
-    default:
-      throw UsageError(str("unknown encoder family ", static_cast<int>(config.family())));
-  }
+  const MixerFamily& family = mixer_family(config.family());
+  mixer = register_module(family.module_name, family.build(config, layer_index));
   const auto eps = config.layer_norm_eps();
-  output = register_module("output", torch::nn::Linear(mixed_width, H));
+  output = register_module("output", torch::nn::Linear(mixer->output_size(), H));
   attention_norm = register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
-  int64_t groups = config.family() == pb::CONVBERT ? std::max(1, config.convbert().ffn_groups()) : 1;
+  const int64_t groups = family.feed_forward_groups ? family.feed_forward_groups(config) : 1;
   ffn = register_module("ffn", FeedForward(H, config.intermediate_size(), groups));
   ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
   dropout = register_module("dropout", torch::nn::Dropout(config.dropout()));
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  torch::Tensor mixed = attention ? attention(x, mask) : mixed_attention ? mixed_attention(x, mask) : conv(x, mask);
-  torch::Tensor h = attention_norm(x + dropout(output(mixed)));
+  torch::Tensor h = attention_norm(x + dropout(output(mixer->forward(x, mask))));
   return ffn_norm(h + dropout(ffn(h)));
 }
 

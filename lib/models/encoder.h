@@ -1,16 +1,15 @@
 // The encoder every paper variant shares: embeddings (+ Linear E->H when E != H) and post-LN layers
 //   h = LN(x + Drop(Out(Mix(x)))),  y = LN(h + Drop(FFN(h)))
-// where Mix is BERT self-attention (any Chang et al. variant), ConvBERT mixed attention or a Wu et al.
-// conv block, chosen by config.family.
+// where Mix is the family's token mixer (lib/models/mixer.h), built from the explicit table in
+// mixer_registry.cc: BERT self-attention (any Chang et al. variant), ConvBERT mixed attention or a Wu et al.
+// conv block, chosen by config.family. The encoder itself knows no family.
 #pragma once
 
 #include <torch/torch.h>
 
 #include "formats/model.pb.h"
-#include "lib/models/bert_attention.h"
-#include "lib/models/conv_block.h"
-#include "lib/models/convbert_attention.h"
 #include "lib/models/layers.h"
+#include "lib/models/mixer.h"
 
 namespace cabert::models {
 
@@ -19,9 +18,9 @@ class EncoderLayerImpl : public torch::nn::Module {
   EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask);
 
-  BertSelfAttention attention{nullptr};
-  MixedAttention mixed_attention{nullptr};
-  ConvBlock conv{nullptr};
+  // Registered under the family's module name ("attention" or "conv"), which every checkpoint tensor name of
+  // the layer's mixer starts with.
+  std::shared_ptr<Mixer> mixer;
   torch::nn::Linear output{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};

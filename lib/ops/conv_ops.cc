@@ -1,6 +1,5 @@
 #include "lib/ops/conv_ops.h"
 
-#include <atomic>
 #include <optional>
 
 #include "kernels/conv_kernels.h"
@@ -12,8 +11,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-std::atomic<KernelPath> current_path{KernelPath::kFused};
 
 // Optional arguments (masks, bias, w, beta) reach Function::apply as std::optional: autograd cannot take an
 // undefined at::Tensor as an input.
@@ -97,21 +94,9 @@ struct RelativePositionScoresFunction : public torch::autograd::Function<Relativ
   }
 };
 
-bool fused() { return current_path.load() == KernelPath::kFused; }
+bool fused() { return kernel_path() == KernelPath::kFused; }
 
 }  // namespace
-
-void set_kernel_path(KernelPath path) { current_path.store(path); }
-
-KernelPath kernel_path() { return current_path.load(); }
-
-KernelPath parse_kernel_path(const std::string& name) {
-  if (name == "fused") return KernelPath::kFused;
-  if (name == "reference") return KernelPath::kReference;
-  throw UsageError(str("--kernels: expected fused or reference, got '", name, "'"));
-}
-
-std::string kernel_path_name(KernelPath path) { return path == KernelPath::kFused ? "fused" : "reference"; }
 
 torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding_left,
                                const torch::Tensor& mask) {
@@ -123,14 +108,6 @@ torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels,
                            const torch::Tensor& mask) {
   if (!fused()) return kernels::reference::dynamic_conv(x, kernels, padding_left, mask);
   return DynamicConvFunction::apply(x, kernels, padding_left, optional(mask));
-}
-
-torch::Tensor span_dynamic_conv(const torch::Tensor& q, const torch::Tensor& key_span, const torch::Tensor& v,
-                                const torch::Tensor& kernel_weight, const torch::Tensor& kernel_bias, int64_t heads,
-                                int64_t padding_left, const torch::Tensor& mask) {
-  const int64_t B = v.size(0), T = v.size(1), K = kernel_weight.size(0) / heads;
-  torch::Tensor logits = torch::nn::functional::linear(q * key_span, kernel_weight, kernel_bias);
-  return dynamic_conv(v, torch::softmax(logits.view({B, T, heads, K}), -1), padding_left, mask);
 }
 
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

@@ -1,6 +1,7 @@
-// The convolution-branch ops of the encoders (lightweight, dynamic, span-based dynamic (SDConv), depthwise
-// convolution and the banded relative-position terms of composite attention). Models call these and nothing
-// below them.
+// The convolution-branch ops of the encoders: the depthwise convolution of Wu et al. Eq. 1 and its
+// lightweight (shared softmax kernel) and dynamic (per-position kernel) forms, the depthwise convolution of
+// values (Chang et al. Eq. 7) and the banded relative-position terms of composite attention (Eq. 4-6).
+// ConvBERT's SDConv is built on dynamic_conv in span_dynamic_conv.h. Models call these and nothing below them.
 //
 // Each op is one autograd-capable function with a single dispatch point: the kernel path (fused by default,
 // `--kernels reference` for debugging) and, on the fused path, the device of x (CPU fused kernel or CUDA
@@ -18,28 +19,9 @@
 #include <cstdint>
 #include <string>
 
+#include "lib/ops/kernel_path.h"
+
 namespace cabert::ops {
-
-enum class KernelPath { kFused, kReference };
-
-// Process-wide; set once from the command line (--kernels fused|reference) before any model runs.
-void set_kernel_path(KernelPath path);
-KernelPath kernel_path();
-// "fused" or "reference"; anything else is a UsageError naming the accepted values.
-KernelPath parse_kernel_path(const std::string& name);
-std::string kernel_path_name(KernelPath path);
-
-// Sets the process-wide kernel path for one scope and restores the previous one on exit (also on exceptions).
-class ScopedKernelPath {
- public:
-  explicit ScopedKernelPath(KernelPath path) : previous_(kernel_path()) { set_kernel_path(path); }
-  ~ScopedKernelPath() { set_kernel_path(previous_); }
-  ScopedKernelPath(const ScopedKernelPath&) = delete;
-  ScopedKernelPath& operator=(const ScopedKernelPath&) = delete;
-
- private:
-  KernelPath previous_;
-};
 
 // weight [H, K], already softmax-normalised (and DropConnect-ed) by the caller.
 torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding_left,
@@ -50,15 +32,6 @@ torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weig
 // step.
 torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels, int64_t padding_left,
                            const torch::Tensor& mask = {});
-
-// ConvBERT's span-based dynamic convolution (Jiang et al. 2020, eq. 5):
-//   SDConv(Q, Ks, V) = dynamic_conv(V, softmax_K(W_f (Q * Ks) + b_f), padding_left, mask),
-// q, key_span (the span-aware key, SepConv_K of the input) and v [B, T, C]; kernel_weight W_f [heads * K, C],
-// kernel_bias [heads * K] or undefined. The kernel generation is ATen (a small matmul and a softmax) on both
-// paths; the unfold-and-weight step is dynamic_conv's.
-torch::Tensor span_dynamic_conv(const torch::Tensor& q, const torch::Tensor& key_span, const torch::Tensor& v,
-                                const torch::Tensor& kernel_weight, const torch::Tensor& kernel_bias, int64_t heads,
-                                int64_t padding_left, const torch::Tensor& mask = {});
 
 // Depthwise conv (groups = C) on values: weight [C, K], bias [C] or undefined (added at real positions only).
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,

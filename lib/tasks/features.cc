@@ -35,7 +35,7 @@ Sequence encode_pair(std::vector<int> a, std::vector<int> b, int max_length, boo
   return sequence;
 }
 
-std::vector<ClassificationFeature> classification_features(const text::TaskData& data, const TaskDefinition& task,
+std::vector<ClassificationFeature> classification_features(const TaskData& data, const TaskDefinition& task,
                                                            const text::Tokenizer& tokenizer, int max_length,
                                                            FeatureStats* stats) {
   if (task.kind == TaskKind::kSpan) throw Error("internal: classification_features called for a span task");
@@ -44,7 +44,7 @@ std::vector<ClassificationFeature> classification_features(const text::TaskData&
   features.reserve(data.examples.size());
   FeatureStats local;
   for (size_t i = 0; i < data.examples.size(); ++i) {
-    const text::TaskExample& example = data.examples[i];
+    const TaskExample& example = data.examples[i];
     if (task.pair && example.text_b.empty() && !example.text_a.empty()) {
       // An empty second text is legal (rare GLUE rows); nothing to check.
     }

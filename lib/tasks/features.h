@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "lib/tasks/task_definition.h"
-#include "lib/text/tasks/task_data.h"
+#include "lib/tasks/task_data.h"
 #include "lib/text/tokenizer.h"
 
 namespace cabert::tasks {
@@ -35,7 +35,7 @@ struct FeatureStats {
 };
 
 // Tokenises every example; labels are checked against the task (DataError naming file and line).
-std::vector<ClassificationFeature> classification_features(const text::TaskData& data, const TaskDefinition& task,
+std::vector<ClassificationFeature> classification_features(const TaskData& data, const TaskDefinition& task,
                                                            const text::Tokenizer& tokenizer, int max_length,
                                                            FeatureStats* stats = nullptr);
 

@@ -83,7 +83,7 @@ std::vector<ContextToken> tokenize_with_offsets(const std::string& text, const t
   return tokens;
 }
 
-SquadFeatures squad_features(const text::SquadData& data, const text::Tokenizer& tokenizer,
+SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer,
                              const SquadOptions& options) {
   if (options.doc_stride < 1) throw UsageError(str("--doc-stride: expected at least 1, got ", options.doc_stride));
   SquadFeatures features;
@@ -91,7 +91,7 @@ SquadFeatures squad_features(const text::SquadData& data, const text::Tokenizer&
   for (const auto& context : data.contexts) features.context_tokens.push_back(tokenize_with_offsets(context, tokenizer));
 
   for (size_t q = 0; q < data.questions.size(); ++q) {
-    const text::SquadQuestion& question = data.questions[q];
+    const SquadQuestion& question = data.questions[q];
     const std::vector<ContextToken>& tokens = features.context_tokens[question.context_index];
     std::vector<int> query = tokenizer.encode(question.question);
     if (static_cast<int>(query.size()) > options.max_query_length) query.resize(options.max_query_length);
@@ -103,7 +103,7 @@ SquadFeatures squad_features(const text::SquadData& data, const text::Tokenizer&
     // Answer tokens (first answer) for the training targets.
     int answer_start = -1, answer_end = -1;
     if (!question.is_impossible && !question.answers.empty()) {
-      const text::SquadAnswer& answer = question.answers.front();
+      const SquadAnswer& answer = question.answers.front();
       answer_start = first_token_ending_after(tokens, answer.byte_start);
       answer_end = last_token_starting_before(tokens, answer.byte_start + answer.text.size());
       if (answer_start < 0 || answer_end < answer_start) {
@@ -162,7 +162,7 @@ SquadFeatures squad_features(const text::SquadData& data, const text::Tokenizer&
   return features;
 }
 
-std::vector<SpanPrediction> decode_squad(const text::SquadData& data, const SquadFeatures& features,
+std::vector<SpanPrediction> decode_squad(const SquadData& data, const SquadFeatures& features,
                                          const std::vector<std::vector<float>>& start_logits,
                                          const std::vector<std::vector<float>>& end_logits,
                                          const SquadOptions& options, bool version_2) {

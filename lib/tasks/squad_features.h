@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "lib/tasks/features.h"
-#include "lib/text/tasks/squad.h"
+#include "lib/tasks/squad.h"
 #include "lib/text/tokenizer.h"
 
 namespace cabert::tasks {
@@ -48,7 +48,7 @@ struct SquadFeatures {
   uint64_t answers_not_found = 0;                          // answers whose bytes map to no token
 };
 
-SquadFeatures squad_features(const text::SquadData& data, const text::Tokenizer& tokenizer,
+SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer,
                              const SquadOptions& options);
 
 struct SpanPrediction {
@@ -60,7 +60,7 @@ struct SpanPrediction {
 
 // start_logits[w] / end_logits[w] hold the logits of window w (at least its sequence length). Returns one
 // prediction per question.
-std::vector<SpanPrediction> decode_squad(const text::SquadData& data, const SquadFeatures& features,
+std::vector<SpanPrediction> decode_squad(const SquadData& data, const SquadFeatures& features,
                                          const std::vector<std::vector<float>>& start_logits,
                                          const std::vector<std::vector<float>>& end_logits,
                                          const SquadOptions& options, bool version_2);

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "lib/text/tasks/task_data.h"
+#include "lib/tasks/task_data.h"
 
 namespace cabert::tasks {
 
@@ -24,15 +24,6 @@ struct TaskDefinition {
   // Names of the metric values this task reports: accuracy, f1, mcc, macro_f1, pearson, spearman, exact.
   std::vector<std::string> metrics;
 };
-
-// The GLUE tasks by any spelling the GLUE reader accepts, "squad1.1"/"squad" and "squad2.0"; nullopt-like
-// `false` for anything else (a generic task).
-bool known_task(const std::string& name, TaskDefinition* definition);
-
-// A generic classification/regression task from CSV/TSV/JSONL: labels, when not given, are the distinct
-// labels of the training data in sorted order (numerically when all are integers).
-TaskDefinition generic_task(const std::string& name, TaskKind kind, bool pair, std::vector<std::string> labels,
-                            const text::TaskData* train);
 
 // Maps label strings to class indices and back; unknown labels are a DataError naming file and line.
 class LabelMap {

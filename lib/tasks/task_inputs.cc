@@ -7,7 +7,9 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
-#include "lib/text/tasks/glue.h"
+#include "lib/tasks/glue.h"
+#include "lib/tasks/squad.h"
+#include "lib/tasks/table.h"
 
 namespace fs = std::filesystem;
 
@@ -54,11 +56,7 @@ void resolve_files(const TaskDefinition& definition, const TaskSource& source, s
   if (source.data.size() == 1 && is_dir(source.data[0])) {
     const std::string& dir = source.data[0];
     if (definition.glue) {
-      const text::GlueTask& glue = text::glue_task(definition.name);
-      if (train->empty()) *train = text::glue_split_file(glue, dir, "train");
-      if (dev->empty()) {
-        for (const auto& file : glue.dev_files) dev->push_back(text::glue_split_file(glue, dir, file));
-      }
+      glue_split_files(definition, dir, train, dev);
     } else {
       std::vector<std::string> extensions =
           definition.kind == TaskKind::kSpan ? std::vector<std::string>{".json"}
@@ -86,47 +84,37 @@ void resolve_files(const TaskDefinition& definition, const TaskSource& source, s
   }
 }
 
-text::TableOptions table_options_for(const TaskSource& source, const std::string& path) {
-  text::TableOptions table = source.table;
-  if (!source.format_given) table.format = text::table_format_from_path(path);
+TableOptions table_options_for(const TaskSource& source, const std::string& path) {
+  TableOptions table = source.table;
+  if (!source.format_given) table.format = table_format_from_path(path);
   return table;
 }
 
 }  // namespace
 
+bool known_task(const std::string& name, TaskDefinition* definition) {
+  return squad_definition(name, definition) || glue_definition(name, definition);
+}
+
 std::string metrics_task_name(const TaskDefinition& definition, const std::string& path) {
-  if (definition.name == "MNLI") {
-    std::string file = fs::path(path).filename().string();
-    if (file.find("mismatched") != std::string::npos) return "MNLI-mm";
-    return "MNLI-m";
-  }
-  return definition.name;
+  return definition.glue ? glue_metrics_task_name(definition, path) : definition.name;
 }
 
 TaskSplit read_task_file(const TaskDefinition& definition, const std::string& path, const TaskSource& source) {
   TaskSplit split;
   split.path = path;
   split.metrics_task = metrics_task_name(definition, path);
-  text::ReadOptions read;
+  ReadOptions read;
   read.skip_bad_rows = source.skip_bad_rows;
   if (definition.kind == TaskKind::kSpan) {
-    split.squad = text::read_squad(path, read);
+    split.squad = read_squad_split(definition, path, read);
     split.labeled = true;
-    for (const auto& question : split.squad.questions) {
-      if (question.is_impossible && !definition.squad_v2) {
-        throw DataError(str(path, ": question ", question.id,
-                            " is marked is_impossible, which SQuAD v1.1 does not allow; use --task squad2.0"));
-      }
-    }
-    if (split.squad.skipped_questions > 0) {
-      log_warning(path, ": skipped ", split.squad.skipped_questions, " malformed questions (--skip-bad-rows)");
-    }
     return split;
   }
   if (definition.glue) {
-    split.data = text::read_glue(text::glue_task(definition.name), path, read);
+    split.data = read_glue(glue_task(definition.name), path, read);
   } else {
-    split.data = text::read_table(path, table_options_for(source, path), read);
+    split.data = read_table(path, table_options_for(source, path), read);
   }
   split.labeled = split.data.labeled;
   if (split.data.skipped_rows > 0) {
@@ -156,9 +144,9 @@ LoadedTask load_training_task(const TaskSource& source) {
   resolve_files(definition, source, &train, &dev);
   if (!known) {
     // Labels come from the training data unless given: read it unchecked first.
-    text::ReadOptions read;
+    ReadOptions read;
     read.skip_bad_rows = source.skip_bad_rows;
-    text::TaskData data = text::read_table(train, table_options_for(source, train), read);
+    TaskData data = read_table(train, table_options_for(source, train), read);
     definition = generic_task(source.task, definition.kind, definition.pair, source.labels, &data);
   }
   loaded.train = read_task_file(definition, train, source);

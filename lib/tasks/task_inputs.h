@@ -1,4 +1,5 @@
-// Where a task's files are and how they are read: `--data glue/SST-2` finds train.tsv and dev.tsv (MNLI:
+// The one entry to the task families (glue.h, squad.h, table.h; later text-to-text and translation): which
+// family a --task name belongs to, where its files are and how they are read: `--data glue/SST-2` finds train.tsv and dev.tsv (MNLI:
 // dev_matched.tsv and dev_mismatched.tsv), `--data squad/` finds train*.json and dev*.json, a generic task
 // finds train.{csv,tsv,jsonl} and dev.{...} (or test.{...}); explicit --train/--dev files override.
 #pragma once
@@ -6,10 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "lib/tasks/squad.h"
+#include "lib/tasks/table.h"
+#include "lib/tasks/task_data.h"
 #include "lib/tasks/task_definition.h"
-#include "lib/text/tasks/squad.h"
-#include "lib/text/tasks/table.h"
-#include "lib/text/tasks/task_data.h"
 
 namespace cabert::tasks {
 
@@ -19,7 +20,7 @@ struct TaskSource {
   std::string train;                 // explicit training file
   std::vector<std::string> dev;      // explicit dev file(s)
   // Generic tasks.
-  text::TableOptions table;
+  TableOptions table;
   bool format_given = false;         // table.format came from --format (else from each file's extension)
   std::vector<std::string> labels;   // label set in class order (else inferred from the training data)
   bool regression = false;
@@ -30,8 +31,8 @@ struct TaskSource {
 struct TaskSplit {
   std::string path;
   std::string metrics_task;  // name in metrics records: "MNLI-m" for dev_matched, "MNLI-mm", else the task
-  text::TaskData data;       // classification / regression
-  text::SquadData squad;     // span
+  TaskData data;       // classification / regression
+  SquadData squad;     // span
   bool labeled = true;
   size_t size() const { return squad.questions.empty() ? data.examples.size() : squad.questions.size(); }
 };
@@ -41,6 +42,10 @@ struct LoadedTask {
   TaskSplit train;
   std::vector<TaskSplit> dev;
 };
+
+// The GLUE tasks by any spelling the GLUE reader accepts, "squad1.1"/"squad" and "squad2.0"; `false`
+// for anything else (a generic task).
+bool known_task(const std::string& name, TaskDefinition* definition);
 
 // Reads train and dev for fine-tuning. DataError for an empty training or dev set, unlabelled files, rows
 // that do not fit the task (columns, labels), each naming the file.

@@ -9,16 +9,19 @@
 #include <filesystem>
 #include <random>
 
-#include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
 #include "lib/eval/task_score.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/validation.h"
+#include "lib/eval/task_model_loader.h"
+#include "lib/ops/device.h"
+#include "lib/train/losses.h"
 #include "lib/train/checkpoint.h"
-#include "lib/train/finetune_predict.h"
+#include "lib/eval/predict_split.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 
@@ -42,36 +45,12 @@ TaskDefaults task_defaults(const std::string& task, int hidden_size) {
   return defaults;
 }
 
-torch::Device parse_device(const std::string& name) {
-  if (name == "cpu") return torch::kCPU;
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
-    kernels::require_cuda_build("--device cuda");
-    if (!torch::cuda::is_available()) throw UsageError("--device cuda: no CUDA device is available here");
-    return torch::Device(name);
-  }
-  throw UsageError(str("--device: expected cpu or cuda[:N], got '", name, "'"));
-}
-
-void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
-                             const std::string& checkpoint_path) {
-  if (!info.tokenizer_checksum().empty() && info.tokenizer_checksum() != tokenizer.checksum()) {
-    throw DataError(str(checkpoint_path, ": the checkpoint was trained with tokenizer ", info.tokenizer(),
-                        " (checksum ", info.tokenizer_checksum(), "), but ", tokenizer.path(), " has checksum ",
-                        tokenizer.checksum(), "; pass the tokenizer the model was pre-trained with"));
-  }
-}
-
 namespace {
-
-bool positions_bounded(const pb::ModelConfig& config) {
-  return config.family() == pb::BERT || config.family() == pb::CONVBERT
-             ? config.attention().absolute_positions()
-             : false;
-}
 
 int resolve_max_length(int requested, const tasks::TaskDefinition& definition, const pb::ModelConfig& config) {
   int fallback = definition.kind == TaskKind::kSpan ? 384 : 128;
-  bool bounded = positions_bounded(config);
+  // Absolute position embeddings (of any family) hold max_length positions; other encoders take any length.
+  bool bounded = config.attention().absolute_positions();
   if (requested > 0) {
     if (bounded && requested > config.max_length()) {
       throw UsageError(str("--max-length ", requested, ": the model has absolute position embeddings for ",
@@ -186,36 +165,6 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
 
 }  // namespace
 
-LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
-  Checkpoint checkpoint = load_checkpoint(path);
-  if (checkpoint.info.kind() != "finetune") {
-    throw DataError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
-                         checkpoint.info.kind(), "' checkpoint"));
-  }
-  LoadedTaskModel loaded;
-  loaded.info = checkpoint.info;
-  const auto& metadata = checkpoint.info.metadata();
-  auto get = [&](const std::string& key) {
-    auto it = metadata.find(key);
-    if (it == metadata.end()) throw DataError(str(path, ": the checkpoint lacks the '", key, "' entry"));
-    return it->second;
-  };
-  loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
-  loaded.max_length = std::stoi(get("max_length"));
-  loaded.squad.max_length = loaded.max_length;
-  loaded.squad.doc_stride = std::stoi(get("doc_stride"));
-  loaded.squad.max_query_length = std::stoi(get("max_query_length"));
-  loaded.squad.max_answer_length = std::stoi(get("max_answer_length"));
-  loaded.squad.n_best = std::stoi(get("n_best"));
-  loaded.squad.null_threshold = std::stod(get("null_threshold"));
-  int64_t labels = loaded.definition.kind == TaskKind::kClassification ? loaded.definition.labels.size() : 1;
-  loaded.model = TaskModel(checkpoint.info.model(), loaded.definition.kind, labels);
-  restore_module(*loaded.model, checkpoint, "model/", "");
-  loaded.model->to(device);
-  loaded.model->eval();
-  return loaded;
-}
-
 FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
   int sources = !options.init.empty() + !options.preset.empty() + !options.init_from_task.empty();
   if (sources != 1) {
@@ -224,26 +173,26 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   }
   if (options.model_dir.empty()) throw UsageError("--model-dir is required");
   if (options.runs < 1) throw UsageError(str("--runs: expected at least 1, got ", options.runs));
-  torch::Device device = parse_device(options.device);
+  torch::Device device = ops::parse_device(options.device);
 
   // Model config and the checkpoint whose encoder we start from.
-  Checkpoint init;
+  io::Checkpoint init;
   pb::ModelConfig config;
   std::string tokenizer_path = options.tokenizer;
   if (!options.preset.empty()) {
     if (tokenizer_path.empty()) throw UsageError("--preset needs --tokenizer MODEL (the SentencePiece model)");
-    config = models::load_model_config(options.preset, options.set_overrides);
+    config = config::load_model_config(options.preset, options.set_overrides);
   } else {
     const std::string& path = options.init.empty() ? options.init_from_task : options.init;
-    init = load_checkpoint(path);
+    init = io::load_checkpoint(path);
     if (!options.init_from_task.empty() && init.info.kind() != "finetune") {
       throw DataError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '", init.info.kind(),
                            "' checkpoint (use --init for pre-trained ones)"));
     }
     config = init.info.model();
     if (!options.set_overrides.empty()) {
-      for (const auto& assignment : options.set_overrides) models::apply_override(&config, assignment);
-      models::validate_model_config(config);
+      for (const auto& assignment : options.set_overrides) config::apply_override(&config, assignment);
+      config::validate_model_config(config);
     }
     if (tokenizer_path.empty()) tokenizer_path = init.info.tokenizer();
     if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
@@ -253,7 +202,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   }
   text::Tokenizer tokenizer(tokenizer_path);
   if (options.preset.empty()) {
-    check_tokenizer_matches(tokenizer, init.info, init.path);
+    eval::check_tokenizer_matches(tokenizer, init.info, init.path);
   } else if (config.vocab_size() != tokenizer.vocab_size()) {
     log_info("finetune: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer_path, " (preset has ",
              config.vocab_size(), ")");
@@ -291,7 +240,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   std::vector<double> run_scores;
   std::vector<std::string> run_checkpoints;
   int64_t labels = definition.kind == TaskKind::kClassification ? definition.labels.size() : 1;
-  PredictOptions predict;
+  eval::PredictOptions predict;
   predict.max_length = max_length;
   predict.batch_size = options.eval_batch_size;
   predict.squad = squad;
@@ -303,9 +252,9 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       uint64_t seed = options.seed + run;
       torch::manual_seed(seed);
       std::mt19937_64 rng(seed);
-      TaskModel model(config, definition.kind, labels);
+      models::TaskModel model(config, definition.kind, labels);
       if (options.preset.empty()) {
-        size_t copied = restore_module(*model, init, "model/encoder.", "encoder.");
+        size_t copied = io::restore_module(*model, init, "model/encoder.", "encoder.");
         log_debug("finetune: ", copied, " encoder tensors from ", init.path);
       }
       model->to(device);
@@ -354,7 +303,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
         std::vector<pb::TaskMetrics> records;
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         for (const auto& dev : task.dev) {
-          SplitPredictions predictions = predict_split(model, definition, dev, tokenizer, predict);
+          eval::SplitPredictions predictions = eval::predict_split(model, definition, dev, tokenizer, predict);
           pb::TaskMetrics record;
           record.set_kind(pb::TaskMetrics::EPOCH);
           record.set_model(name);
@@ -394,7 +343,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           (*info.mutable_metadata())["dev_score"] = std::to_string(best_score);
           (*info.mutable_metadata())["initialised_from"] =
               options.preset.empty() ? init.path : "random (" + options.preset + ")";
-          save_checkpoint(run_checkpoint, info, module_tensors(*model, "model/"));
+          io::save_checkpoint(run_checkpoint, info, io::module_tensors(*model, "model/"));
           log_info("finetune: best so far, saved ", run_checkpoint);
         }
       }

@@ -17,8 +17,8 @@
 #include "lib/eval/metrics.h"
 #include "lib/tasks/squad_features.h"
 #include "lib/tasks/task_inputs.h"
+#include "lib/models/task_model.h"
 #include "lib/text/tokenizer.h"
-#include "lib/train/finetune_model.h"
 
 namespace cabert::train {
 
@@ -60,23 +60,5 @@ struct FinetuneSummary {
 };
 
 FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source);
-
-// A fine-tuned checkpoint, ready to predict.
-struct LoadedTaskModel {
-  TaskModel model{nullptr};
-  tasks::TaskDefinition definition;
-  tasks::TaskSource source;  // table options the model was trained with
-  pb::CheckpointInfo info;
-  int max_length = 128;
-  tasks::SquadOptions squad;
-};
-// Throws DataError for a checkpoint that is not a fine-tuned one (e.g. a pre-training checkpoint).
-LoadedTaskModel load_task_model(const std::string& path, torch::Device device);
-
-// Refuses (DataError) a tokenizer whose checksum differs from the checkpoint's.
-void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
-                             const std::string& checkpoint_path);
-
-torch::Device parse_device(const std::string& name);
 
 }  // namespace cabert::train

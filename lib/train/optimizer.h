@@ -9,9 +9,11 @@
 #include <utility>
 #include <vector>
 
+#include "lib/io/checkpoint_file.h"
+
 namespace cabert::train {
 
-using NamedTensors = std::vector<std::pair<std::string, torch::Tensor>>;
+using NamedTensors = io::NamedTensors;
 
 struct AdamWOptions {
   double lr = 3e-4;

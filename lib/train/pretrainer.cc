@@ -12,12 +12,14 @@
 #include "lib/core/files.h"
 #include "lib/core/progress.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/core/random.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/optimizer.h"
-#include "lib/train/pretraining_data.h"
+#include "lib/data/pretraining_batches.h"
+#include "lib/ops/device.h"
 #include "lib/train/schedule.h"
 
 #if __has_include(<ATen/autocast_mode.h>)
@@ -29,110 +31,6 @@ namespace cabert::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-struct StepOutput {
-  torch::Tensor loss;                   // what backward() sees
-  std::map<std::string, double> sums;   // metric sums (divided by counts at report time)
-};
-
-// One objective = a model plus how a batch becomes a loss. Metric sums: "mlm_loss_sum", "mlm_count",
-// "mlm_correct", "rtd_correct", "rtd_count", "rtd_loss_sum", "rtd_batches".
-class Objectives {
- public:
-  Objectives(const pb::ModelConfig& config, Objective objective, torch::Device device)
-      : objective_(objective), device_(device), config_(config) {
-    if (objective == Objective::kMlm) {
-      mlm_ = models::MlmModel(config);
-      module_ = mlm_.ptr();
-    } else {
-      electra_ = models::ElectraModel(config);
-      module_ = electra_.ptr();
-    }
-    module_->to(device);
-    masking_.vocab_size = config.vocab_size();
-    if (objective == Objective::kMlm) {
-      masking_.select = config.mask_probability();
-      masking_.mask_token = config.mask_token_fraction();
-      masking_.random_token = config.random_token_fraction();
-    } else {
-      masking_.select = config.electra().mask_probability();
-      masking_.mask_token = config.electra().mask_token_fraction();
-      masking_.random_token = 0;
-      masking_.max_fraction = config.electra().max_predictions_fraction();
-    }
-  }
-
-  void set_first_regular_id(int64_t id) { masking_.first_regular_id = id; }
-  torch::nn::Module& module() { return *module_; }
-
-  StepOutput compute(const Batch& batch, std::mt19937_64& rng) {
-    MaskedBatch masked = mask_tokens(batch.ids, batch.mask, masking_, rng);
-    torch::Tensor input = masked.input_ids.to(device_), segments = batch.segments.to(device_);
-    torch::Tensor mask = batch.mask.to(device_), positions = masked.positions.to(device_);
-    torch::Tensor labels = masked.labels.to(device_);
-    StepOutput out;
-    torch::Tensor logits = objective_ == Objective::kMlm ? mlm_(input, segments, mask, positions)
-                                                         : electra_->generator_logits(input, segments, mask, positions);
-    torch::Tensor mlm_loss = torch::nn::functional::cross_entropy(logits.to(torch::kFloat), labels);
-    const double count = static_cast<double>(labels.size(0));
-    out.sums["mlm_loss_sum"] = mlm_loss.item<double>() * count;
-    out.sums["mlm_count"] = count;
-    out.sums["mlm_correct"] = logits.argmax(-1).eq(labels).sum().item<double>();
-    if (objective_ == Objective::kMlm) {
-      out.loss = mlm_loss;
-      return out;
-    }
-    // Replace the selected tokens with samples from the generator (no gradient through sampling).
-    torch::Tensor sampled;
-    {
-      torch::NoGradGuard no_grad;
-      sampled = torch::multinomial(torch::softmax(logits.detach().to(torch::kFloat), -1), 1).squeeze(-1);
-    }
-    torch::Tensor original = batch.ids.to(device_);
-    torch::Tensor corrupted = original.index_put({positions}, sampled);
-    torch::Tensor replaced = corrupted.ne(original).to(torch::kFloat);
-    torch::Tensor rtd_logits = electra_->discriminator_logits(corrupted, segments, mask).to(torch::kFloat);
-    torch::Tensor weights = mask.to(torch::kFloat);
-    torch::Tensor per_token =
-        torch::nn::functional::binary_cross_entropy_with_logits(rtd_logits, replaced,
-            torch::nn::functional::BinaryCrossEntropyWithLogitsFuncOptions().reduction(torch::kNone));
-    torch::Tensor rtd_loss = (per_token * weights).sum() / weights.sum();
-    const auto& e = config_.electra();
-    out.loss = e.generator_weight() * mlm_loss + e.discriminator_weight() * rtd_loss;
-    out.sums["rtd_loss_sum"] = rtd_loss.item<double>();
-    out.sums["rtd_batches"] = 1;
-    out.sums["rtd_correct"] = (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum().item<double>();
-    out.sums["rtd_count"] = weights.sum().item<double>();
-    return out;
-  }
-
- private:
-  Objective objective_;
-  torch::Device device_;
-  pb::ModelConfig config_;
-  models::MlmModel mlm_{nullptr};
-  models::ElectraModel electra_{nullptr};
-  std::shared_ptr<torch::nn::Module> module_;
-  MaskingOptions masking_;
-};
-
-std::map<std::string, double> summarise(const std::map<std::string, double>& sums, Objective objective) {
-  std::map<std::string, double> values;
-  auto get = [&](const char* key) {
-    auto found = sums.find(key);
-    return found == sums.end() ? 0.0 : found->second;
-  };
-  if (get("mlm_count") > 0) {
-    values["mlm_loss"] = get("mlm_loss_sum") / get("mlm_count");
-    values["perplexity"] = std::exp(values["mlm_loss"]);
-    values["mlm_accuracy"] = get("mlm_correct") / get("mlm_count");
-  }
-  if (objective == Objective::kElectra && get("rtd_count") > 0) {
-    values["rtd_loss"] = get("rtd_loss_sum") / std::max(1.0, get("rtd_batches"));
-    values["rtd_accuracy"] = get("rtd_correct") / get("rtd_count");
-  }
-  return values;
-}
 
 // Evaluation masks come from a fixed seed so that every evaluation of a run sees the same masks.
 std::map<std::string, double> evaluate(Objectives& objectives, const std::vector<pb::PretrainingExample>& examples,
@@ -147,7 +45,7 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
   for (size_t start = 0; start < examples.size(); start += batch_size) {
     std::vector<pb::PretrainingExample> slice(examples.begin() + start,
                                               examples.begin() + std::min(examples.size(), start + batch_size));
-    StepOutput out = objectives.compute(make_batch(slice), rng);
+    StepOutput out = objectives.compute(data::make_batch(slice), rng);
     for (const auto& [key, value] : out.sums) sums[key] += value;
   }
   set_torch_cpu_rng_state(torch_state);
@@ -210,11 +108,6 @@ std::string format_values(const std::map<std::string, double>& values) {
 
 }  // namespace
 
-Objective parse_objective(const std::string& name) {
-  if (name == "mlm") return Objective::kMlm;
-  if (name == "electra") return Objective::kElectra;
-  throw UsageError(str("--objective: expected mlm or electra, got '", name, "'"));
-}
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
   if (objective == Objective::kMlm) return models::module_tree(*models::MlmModel(config), "model");
@@ -226,13 +119,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
   if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
-  torch::Device device(options.device == "cuda" ? torch::kCUDA : torch::kCPU);
-  if (options.device != "cpu" && options.device != "cuda") {
-    throw UsageError(str("--device: expected cpu or cuda, got '", options.device, "'"));
-  }
-  if (device.is_cuda() && !torch::cuda::is_available()) {
-    throw UsageError("--device cuda: no CUDA device is available (or LibTorch was built without CUDA)");
-  }
+  torch::Device device = ops::parse_device(options.device);
   if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
   fs::create_directories(options.model_dir);
 
@@ -242,13 +129,13 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   std::string tokenizer_checksum = corpus_metadata(options.corpus.at(0), "tokenizer_checksum");
   std::string vocab = corpus_metadata(options.corpus.at(0), "vocab_size");
   int64_t step = 0;
-  std::unique_ptr<Checkpoint> resumed;
+  std::unique_ptr<io::Checkpoint> resumed;
   if (options.resume) {
     auto existing = list_checkpoints(options.model_dir);
     if (existing.empty()) {
       log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
     } else {
-      resumed = std::make_unique<Checkpoint>(load_checkpoint(existing.back().second));
+      resumed = std::make_unique<io::Checkpoint>(io::load_checkpoint(existing.back().second));
       config = resumed->info.model();
       step = static_cast<int64_t>(resumed->info.step());
       if (!resumed->info.tokenizer_checksum().empty() && !tokenizer_checksum.empty() &&
@@ -270,7 +157,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   }
 
   // The resolved architecture beside the checkpoints, readable and reusable with --preset FILE.
-  write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), models::config_to_text(config));
+  write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), config::config_to_text(config));
   torch::manual_seed(options.seed);
   std::mt19937_64 rng(options.seed);
   Objectives objectives(config, options.objective, device);
@@ -284,12 +171,12 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
   AdamW optimizer(module, adam);
 
-  ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)));
+  data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)));
   std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
   MetricsLog metrics((fs::path(options.model_dir) / "metrics.cabert").string(), config);
   if (resumed) {
-    restore_module(module, *resumed, "model/", "");
-    optimizer.load_state(tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
+    io::restore_module(module, *resumed, "model/", "");
+    optimizer.load_state(io::tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
     set_torch_cpu_rng_state(resumed->info.torch_rng_state());
     set_rng_state(rng, resumed->info.std_rng_state());
     stream.seek(resumed->info.data());
@@ -314,10 +201,10 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     meta["peak_lr"] = str(peak_lr);
     meta["warmup_steps"] = std::to_string(warmup);
     meta["seed"] = std::to_string(options.seed);
-    NamedTensors tensors = module_tensors(module, "model/");
+    NamedTensors tensors = io::module_tensors(module, "model/");
     for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
     const std::string path = checkpoint_path(options.model_dir, at_step);
-    save_checkpoint(path, info, tensors);
+    io::save_checkpoint(path, info, tensors);
     metrics.flush();
     auto all = list_checkpoints(options.model_dir);
     for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
@@ -353,7 +240,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     for (int64_t micro = 0; micro < options.accumulate; ++micro) {
       std::vector<pb::PretrainingExample> examples;
       for (int64_t i = 0; i < options.batch_size; ++i) examples.push_back(stream.next());
-      Batch batch = make_batch(examples);
+      data::Batch batch = data::make_batch(examples);
       tokens += batch.tokens;
       StepOutput out;
       {

@@ -10,11 +10,9 @@
 #include <vector>
 
 #include "formats/model.pb.h"
+#include "lib/train/pretraining_objectives.h"
 
 namespace cabert::train {
-
-enum class Objective { kMlm, kElectra };
-Objective parse_objective(const std::string& name);  // "mlm" | "electra"
 
 struct PretrainOptions {
   pb::ModelConfig model;              // resolved config (vocab size is taken from the corpus when it says)

@@ -9,7 +9,9 @@
 #include "lib/bench/op_bench.h"
 #include "lib/core/errors.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/ops/memory_meter.h"
@@ -102,7 +104,7 @@ TEST(BenchOps, EveryOpRunsOnEveryPathWithEvenAndOddKernels) {
 
 TEST(BenchModel, OneRecordPerPathWithSpeedUpParametersAndFlops) {
   bench::ModelBenchConfig config;
-  config.model = models::load_model_config("bert-tiny-composite", {});
+  config.model = config::load_model_config("bert-tiny-composite", {});
   config.model_name = "bert-tiny-composite";
   config.batch = 2, config.seq = 16, config.warmup = 0, config.repeats = 2;
   std::vector<pb::BenchRecord> records = bench::bench_model(config);

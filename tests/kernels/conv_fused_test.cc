@@ -6,6 +6,7 @@
 #include "kernels/reference/conv_reference.h"
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
+#include "lib/ops/span_dynamic_conv.h"
 #include "tests/kernels/conv_test_util.h"
 
 namespace cabert {

@@ -7,13 +7,17 @@
 #include <functional>
 
 #include "lib/core/errors.h"
-#include "lib/models/bert_attention.h"
-#include "lib/models/conv_block.h"
-#include "lib/models/convbert_attention.h"
-#include "lib/models/presets.h"
+#include "lib/models/composite_attention.h"
+#include "lib/models/light_dynamic_conv_block.h"
+#include "lib/models/convbert_mixed_attention.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
 
 namespace cabert::models {
 namespace {
+
+using config::preset_config;
 
 using torch::Tensor;
 

@@ -6,13 +6,20 @@
 
 #include "lib/core/errors.h"
 #include "lib/models/encoder.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "tests/test_paths.h"
 
 namespace cabert::models {
 namespace {
+
+using config::config_to_text;
+using config::load_model_config;
+using config::preset_config;
+using config::preset_names;
 
 struct Sizes {
   int64_t V, E, H, L, N, I, P;

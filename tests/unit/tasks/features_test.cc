@@ -7,7 +7,9 @@
 
 #include "lib/core/errors.h"
 #include "lib/tasks/squad_features.h"
+#include "lib/tasks/table.h"
 #include "lib/tasks/task_definition.h"
+#include "lib/tasks/task_inputs.h"
 #include "tests/test_paths.h"
 
 namespace cabert::tasks {
@@ -54,12 +56,12 @@ TEST(TaskFeatures, KnownTasksAndGenericLabelOrder) {
   EXPECT_TRUE(task.squad_v2);
   EXPECT_EQ(task.kind, TaskKind::kSpan);
   EXPECT_FALSE(known_task("imdb", &task));
-  text::TaskData train;
+  tasks::TaskData train;
   train.path = "train.csv";
   for (const char* label : {"10", "2", "1", "2"}) train.examples.push_back({"", "x", "", label, 1});
   TaskDefinition generic = generic_task("trec", TaskKind::kClassification, false, {}, &train);
   EXPECT_EQ(generic.labels, (std::vector<std::string>{"1", "2", "10"}));  // numeric order
-  text::TaskData one_label = train;
+  tasks::TaskData one_label = train;
   for (auto& example : one_label.examples) example.label = "pos";
   EXPECT_THROW(generic_task("x", TaskKind::kClassification, false, {}, &one_label), DataError);
 }
@@ -68,7 +70,7 @@ TEST(TaskFeatures, ClassificationFeaturesAndBatches) {
   text::Tokenizer tokenizer(testing::alice_tokenizer());
   TaskDefinition task;
   ASSERT_TRUE(known_task("RTE", &task));
-  text::TaskData data;
+  tasks::TaskData data;
   data.path = "dev.tsv";
   data.examples = {{"0", "alice was beginning to get very tired", "alice was tired", "entailment", 2},
                    {"1", "the rabbit", "the queen of hearts shouted", "not_entailment", 3}};
@@ -119,8 +121,8 @@ TEST(SquadFeatures, OffsetsCoverTheWordsTheyCameFrom) {
   EXPECT_EQ(got, expected);
 }
 
-text::SquadData long_context_question(bool impossible) {
-  text::SquadData data;
+tasks::SquadData long_context_question(bool impossible) {
+  tasks::SquadData data;
   data.version = impossible ? "v2.0" : "1.1";
   std::string context;
   for (int i = 0; i < 12; ++i) context += "alice sat by her sister on the bank and had nothing to do . ";
@@ -128,7 +130,7 @@ text::SquadData long_context_question(bool impossible) {
   context += "the white rabbit ran close by her . ";
   for (int i = 0; i < 6; ++i) context += "the queen shouted off with her head . ";
   data.contexts = {context};
-  text::SquadQuestion question;
+  tasks::SquadQuestion question;
   question.id = "q0";
   question.question = "who ran close by her?";
   question.context_index = 0;
@@ -140,7 +142,7 @@ text::SquadData long_context_question(bool impossible) {
 
 TEST(SquadFeatures, WindowsWithStrideCoverTheContextAndLocateTheAnswer) {
   text::Tokenizer tokenizer(testing::alice_tokenizer());
-  text::SquadData data = long_context_question(false);
+  tasks::SquadData data = long_context_question(false);
   SquadOptions options;
   options.max_length = 48;
   options.doc_stride = 16;
@@ -198,7 +200,7 @@ TEST(SquadFeatures, WindowsWithStrideCoverTheContextAndLocateTheAnswer) {
 
 TEST(SquadFeatures, VersionTwoNullThreshold) {
   text::Tokenizer tokenizer(testing::alice_tokenizer());
-  text::SquadData data = long_context_question(true);
+  tasks::SquadData data = long_context_question(true);
   SquadOptions options;
   options.max_length = 64;
   SquadFeatures features = squad_features(data, tokenizer, options);

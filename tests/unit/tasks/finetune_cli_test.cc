@@ -16,7 +16,7 @@
 
 #include "formats/task.pb.h"
 #include "lib/io/record_file.h"
-#include "lib/text/tasks/task_data.h"
+#include "lib/tasks/task_data.h"
 #include "tests/test_paths.h"
 
 namespace cabert {
@@ -67,10 +67,10 @@ class FinetuneCli : public ::testing::Test {
     // Tokenizer trained on SST-2 and RTE sentences.
     std::string text;
     auto sst = lines_of(data_ + "/glue/SST-2/train.tsv");
-    for (size_t i = 1; i < std::min<size_t>(sst.size(), 6000); ++i) text += text::split_tabs(sst[i])[0] + "\n";
+    for (size_t i = 1; i < std::min<size_t>(sst.size(), 6000); ++i) text += tasks::split_tabs(sst[i])[0] + "\n";
     auto rte = lines_of(data_ + "/glue/RTE/train.tsv");
     for (size_t i = 1; i < std::min<size_t>(rte.size(), 800); ++i) {
-      auto fields = text::split_tabs(rte[i]);
+      auto fields = tasks::split_tabs(rte[i]);
       text += fields[1] + "\n" + fields[2] + "\n";
     }
     write_text(dir_ + "/text.txt", text);
@@ -101,7 +101,7 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
   // Majority class of this dev slice.
   size_t ones = 0, rows = 0;
   for (const auto& line : lines_of(task + "/dev.tsv")) {
-    auto fields = text::split_tabs(line);
+    auto fields = tasks::split_tabs(line);
     if (fields[1] == "label") continue;
     ++rows;
     ones += fields[1] == "1";
@@ -133,7 +133,7 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
   EXPECT_EQ(predictions[0], "id\tprediction\tgold\tscores");
   size_t correct = 0;
   for (size_t i = 1; i < predictions.size(); ++i) {
-    auto fields = text::split_tabs(predictions[i]);
+    auto fields = tasks::split_tabs(predictions[i]);
     ASSERT_EQ(fields.size(), 4u);
     correct += fields[1] == fields[2];
   }
@@ -148,7 +148,7 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
   ASSERT_EQ(submission.size(), 51u);
   EXPECT_EQ(submission[0], "index\tprediction");
   for (size_t i = 1; i < submission.size(); ++i) {
-    auto fields = text::split_tabs(submission[i]);
+    auto fields = tasks::split_tabs(submission[i]);
     ASSERT_EQ(fields.size(), 2u);
     EXPECT_EQ(fields[0], std::to_string(i - 1));
     EXPECT_TRUE(fields[1] == "0" || fields[1] == "1") << submission[i];
@@ -173,7 +173,7 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     bool test = std::string(split) == "test";
     std::string text = test ? "id\tquestion1\tquestion2\n" : "id\tqid1\tqid2\tquestion1\tquestion2\tis_duplicate\n";
     for (size_t i = 1; i <= 60; ++i) {
-      auto f = text::split_tabs(mrpc[i + (test ? 200 : std::string(split) == "dev" ? 100 : 0)]);
+      auto f = tasks::split_tabs(mrpc[i + (test ? 200 : std::string(split) == "dev" ? 100 : 0)]);
       text += std::to_string(i) + "\t" + (test ? "" : f[1] + "\t" + f[2] + "\t") + f[3] + "\t" + f[4] +
               (test ? "" : "\t" + f[0]) + "\n";
     }
@@ -214,7 +214,7 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     ASSERT_EQ(submission.size(), 31u) << c.task;
     EXPECT_EQ(submission[0], "index\tprediction");
     for (size_t i = 1; i < submission.size(); ++i) {
-      auto fields = text::split_tabs(submission[i]);
+      auto fields = tasks::split_tabs(submission[i]);
       ASSERT_EQ(fields.size(), 2u);
       if (c.labels.empty()) {
         size_t used = 0;
@@ -228,7 +228,7 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
   // One row (the models are named after their directories), one column per task, GLUE score.
   auto result = run_command(cabert_binary() + " --threads 1 evaluate --summarize" + summary_inputs + " --format tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  auto table = text::split_tabs(result.out.substr(0, result.out.find('\n')));
+  auto table = tasks::split_tabs(result.out.substr(0, result.out.find('\n')));
   EXPECT_EQ(table,
             (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI", "GLUE"}));
   EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 8);  // header + 7 models
@@ -246,7 +246,7 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
   auto write_mnli = [&](const std::string& path, size_t first, size_t count) {
     std::string text = "index\tsentence1\tsentence2\tgold_label\n";
     for (size_t i = first; i < first + count; ++i) {
-      auto fields = text::split_tabs(rte[1 + i]);
+      auto fields = tasks::split_tabs(rte[1 + i]);
       text += std::to_string(i) + "\t" + fields[1] + "\t" + fields[2] + "\t" + labels[i % 3] + "\n";
     }
     write_text(path, text);
@@ -270,7 +270,7 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
   auto ax = lines_of(dir_ + "/ax/AX.tsv");
   ASSERT_EQ(ax.size(), 21u);
   for (size_t i = 1; i < ax.size(); ++i) {
-    std::string label = text::split_tabs(ax[i])[1];
+    std::string label = tasks::split_tabs(ax[i])[1];
     EXPECT_TRUE(label == "entailment" || label == "neutral" || label == "contradiction") << ax[i];
   }
 
@@ -375,7 +375,7 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   auto write_csv = [&](const std::string& path, size_t first, size_t count) {
     std::string text = "id,review,sentiment\n";
     for (size_t i = first; i < first + count; ++i) {
-      auto fields = text::split_tabs(sst[1 + i]);
+      auto fields = tasks::split_tabs(sst[1 + i]);
       std::string quoted = "\"";
       for (char c : fields[0]) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
       text += "r" + std::to_string(i) + "," + quoted + "\"," + (fields[1] == "1" ? "pos" : "neg") + "\n";
@@ -397,8 +397,8 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto predictions = lines_of(dir + "/p.tsv");
   ASSERT_EQ(predictions.size(), 25u);
-  EXPECT_EQ(text::split_tabs(predictions[1])[0], "r64");
-  std::string label = text::split_tabs(predictions[1])[1];
+  EXPECT_EQ(tasks::split_tabs(predictions[1])[0], "r64");
+  std::string label = tasks::split_tabs(predictions[1])[1];
   EXPECT_TRUE(label == "neg" || label == "pos");
   // An unlabelled file: --label-column "" gives id + prediction rows.
   write_text(dir + "/test.csv", "id,review\nt1,a gorgeous film\nt2,\"dull, dull, dull\"\n");
@@ -408,7 +408,7 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   auto unlabeled = lines_of(dir + "/test-predictions.tsv");
   ASSERT_EQ(unlabeled.size(), 3u);
   EXPECT_EQ(unlabeled[0], "index\tprediction");
-  EXPECT_EQ(text::split_tabs(unlabeled[2])[0], "t2");
+  EXPECT_EQ(tasks::split_tabs(unlabeled[2])[0], "t2");
 }
 
 TEST_F(FinetuneCli, GenericJsonlRegression) {
@@ -417,7 +417,7 @@ TEST_F(FinetuneCli, GenericJsonlRegression) {
   auto write_jsonl = [&](const std::string& path, size_t first, size_t count) {
     std::string text;
     for (size_t i = first; i < first + count; ++i) {
-      auto f = text::split_tabs(sts[1 + i]);
+      auto f = tasks::split_tabs(sts[1 + i]);
       nlohmann::json row = {{"a", f[7]}, {"b", f[8]}, {"score", std::stod(f[9])}};
       text += row.dump() + "\n";
     }

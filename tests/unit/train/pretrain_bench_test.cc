@@ -12,7 +12,9 @@
 #include "formats/corpus.pb.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
 #include "lib/train/pretrainer.h"
 #include "tests/test_paths.h"
 
@@ -43,7 +45,7 @@ TEST(PretrainBench, DISABLED_TokensPerSecond) {
     writer.close();
   }
   PretrainOptions o;
-  o.model = models::preset_config(env_or("CABERT_BENCH_PRESET", "bert-small-composite"));
+  o.model = config::preset_config(env_or("CABERT_BENCH_PRESET", "bert-small-composite"));
   o.objective = parse_objective(env_or("CABERT_BENCH_OBJECTIVE", "mlm"));
   o.corpus = {corpus};
   o.model_dir = dir + "/model";

@@ -15,7 +15,9 @@
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
 #include "lib/models/encoder.h"
-#include "lib/models/presets.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/pretrainer.h"
 #include "tests/test_paths.h"
@@ -24,6 +26,9 @@ namespace cabert::train {
 namespace {
 
 namespace fs = std::filesystem;
+using io::Checkpoint;
+using io::load_checkpoint;
+using io::restore_module;
 
 // Examples [CLS] a [SEP] b [SEP] whose regular tokens are all one id drawn from 40: the unigram
 // distribution gives log(40) = 3.69, copying a neighbour gives ~0, so a loss well below 3.69 shows that the
@@ -50,7 +55,7 @@ std::string write_corpus(const std::string& dir, int examples = 120) {
 
 PretrainOptions tiny_options(const std::string& preset, const std::string& dir, const std::string& corpus) {
   PretrainOptions o;
-  o.model = models::preset_config(preset);
+  o.model = config::preset_config(preset);
   o.corpus = {corpus};
   o.model_dir = dir;
   o.steps = 12;
@@ -168,7 +173,7 @@ TEST_P(ResumeTest, ResumeIsExact) {
   fs::copy_file(saved[0].second, checkpoint_path(resumed, 6));
   o.model_dir = resumed;
   o.resume = true;
-  o.model = models::preset_config("bert-tiny-none");  // ignored: the checkpoint's config wins
+  o.model = config::preset_config("bert-tiny-none");  // ignored: the checkpoint's config wins
   PretrainResult result = run_pretraining(o);
   EXPECT_EQ(result.steps_done, 6);
   expect_same_model(checkpoint_path(full, 12), checkpoint_path(resumed, 12));
@@ -230,7 +235,7 @@ TEST_F(PretrainTest, KeepsTheLastKCheckpoints) {
   EXPECT_TRUE(c.tensors.count("model/encoder.embeddings.token.weight"));
   EXPECT_TRUE(c.tensors.count("optimizer/exp_avg/encoder.embeddings.token.weight"));
   // The resolved config beside the checkpoints loads back as --preset FILE.
-  EXPECT_EQ(models::load_model_config(dir + "/config.textproto").DebugString(), c.info.model().DebugString());
+  EXPECT_EQ(config::load_model_config(dir + "/config.textproto").DebugString(), c.info.model().DebugString());
 }
 
 TEST_F(PretrainTest, CorruptedCheckpointIsRefused) {
@@ -280,7 +285,7 @@ TEST_F(PretrainTest, RestoresEncoderWeightsByPrefix) {
   models::Encoder encoder(c.info.model());
   EXPECT_EQ(restore_module(*encoder, c, "model/encoder.", ""), encoder->named_parameters().size());
   EXPECT_TRUE(torch::equal(encoder->embeddings->token->weight, c.tensors.at("model/encoder.embeddings.token.weight")));
-  models::Encoder other(models::preset_config("bert-tiny-composite"));
+  models::Encoder other(config::preset_config("bert-tiny-composite"));
   EXPECT_THROW(restore_module(*other, c, "model/encoder.", ""), DataError);
 }
 

@@ -1,0 +1,67 @@
+#include "lib/config/validation.h"
+
+#include "lib/core/errors.h"
+
+namespace cabert::config {
+
+// Checks run in order and stop at the first problem, so that no later check divides by a size an earlier
+// one found to be zero.
+std::string model_config_problem(const pb::ModelConfig& c) {
+  if (c.vocab_size() <= 5) return str("expected vocab_size > 5, got ", c.vocab_size());
+  if (!(c.embedding_size() > 0 && c.hidden_size() > 0 && c.num_layers() > 0 && c.num_heads() > 0 &&
+        c.intermediate_size() > 0 && c.max_length() > 0)) {
+    return str("expected positive embedding_size, hidden_size, num_layers, num_heads, intermediate_size, "
+               "max_length, got ", c.embedding_size(), ", ", c.hidden_size(), ", ", c.num_layers(), ", ",
+               c.num_heads(), ", ", c.intermediate_size(), ", ", c.max_length());
+  }
+  if (c.hidden_size() % c.num_heads() != 0) {
+    return str("expected hidden_size divisible by num_heads, got ", c.hidden_size(), " and ", c.num_heads());
+  }
+  if (!(c.dropout() >= 0 && c.dropout() < 1 && c.attention_dropout() >= 0 && c.attention_dropout() < 1)) {
+    return "expected dropout and attention_dropout in [0, 1)";
+  }
+  const auto& a = c.attention();
+  if ((a.relative_fixed() || a.relative_dynamic() || a.relative_key() || a.depthwise_values() || a.conv_query() ||
+       a.conv_key() || a.conv_value()) &&
+      a.relative_radius() <= 0) {
+    return str("expected attention.relative_radius > 0, got ", a.relative_radius());
+  }
+  if ((a.conv_query() || a.conv_key() || a.conv_value()) && c.family() == pb::BERT && c.num_heads() < 2) {
+    return "expected at least 2 heads for convolutional queries/keys/values (half the heads)";
+  }
+  if (c.family() == pb::CONVBERT) {
+    const auto& cb = c.convbert();
+    if (cb.head_ratio() < 1) return str("expected convbert.head_ratio >= 1, got ", cb.head_ratio());
+    if (cb.conv_kernel_size() < 1) return str("expected convbert.conv_kernel_size >= 1, got ", cb.conv_kernel_size());
+    if (!(cb.ffn_groups() >= 1 && c.hidden_size() % cb.ffn_groups() == 0 &&
+          c.intermediate_size() % cb.ffn_groups() == 0)) {
+      return str("expected convbert.ffn_groups dividing hidden_size and intermediate_size, got ", cb.ffn_groups());
+    }
+  }
+  if (c.family() == pb::LIGHTCONV || c.family() == pb::DYNAMICCONV) {
+    const auto& b = c.conv_block();
+    if (b.kernel_sizes_size() == 0) return "expected at least one conv_block.kernel_sizes entry";
+    for (int k : b.kernel_sizes()) {
+      if (k < 1) return str("expected conv_block.kernel_sizes >= 1, got ", k);
+    }
+    if (b.conv_heads() < 0) return str("expected conv_block.conv_heads >= 0, got ", b.conv_heads());
+    int heads = b.conv_heads() > 0 ? b.conv_heads() : c.num_heads();
+    if (c.hidden_size() % heads != 0) return str("expected hidden_size divisible by conv heads ", heads);
+    if (!(b.weight_dropout() >= 0 && b.weight_dropout() < 1)) return "expected conv_block.weight_dropout in [0, 1)";
+  }
+  return "";
+}
+
+void validate_model_config(const pb::ModelConfig& config) {
+  std::string problem = model_config_problem(config);
+  if (!problem.empty()) {
+    throw UsageError(str("model config ", config.name().empty() ? "" : str("'", config.name(), "' "), problem));
+  }
+}
+
+void validate_stored_model_config(const pb::ModelConfig& config, const std::string& source) {
+  std::string problem = model_config_problem(config);
+  if (!problem.empty()) throw DataError(str(source, ": the model config stored in the file is invalid: ", problem));
+}
+
+}  // namespace cabert::config

@@ -1,0 +1,48 @@
+#include "lib/eval/task_model_loader.h"
+
+#include "lib/core/errors.h"
+#include "lib/io/checkpoint_file.h"
+
+namespace cabert::eval {
+
+LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
+  io::Checkpoint checkpoint = io::load_checkpoint(path);
+  if (checkpoint.info.kind() != "finetune") {
+    throw DataError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
+                         checkpoint.info.kind(), "' checkpoint"));
+  }
+  LoadedTaskModel loaded;
+  loaded.info = checkpoint.info;
+  const auto& metadata = checkpoint.info.metadata();
+  auto get = [&](const std::string& key) {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) throw DataError(str(path, ": the checkpoint lacks the '", key, "' entry"));
+    return it->second;
+  };
+  loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
+  loaded.max_length = std::stoi(get("max_length"));
+  loaded.squad.max_length = loaded.max_length;
+  loaded.squad.doc_stride = std::stoi(get("doc_stride"));
+  loaded.squad.max_query_length = std::stoi(get("max_query_length"));
+  loaded.squad.max_answer_length = std::stoi(get("max_answer_length"));
+  loaded.squad.n_best = std::stoi(get("n_best"));
+  loaded.squad.null_threshold = std::stod(get("null_threshold"));
+  int64_t labels = loaded.definition.kind == tasks::TaskKind::kClassification ? loaded.definition.labels.size() : 1;
+  loaded.model = models::TaskModel(checkpoint.info.model(), loaded.definition.kind, labels);
+  io::restore_module(*loaded.model, checkpoint, "model/", "");
+  loaded.model->to(device);
+  loaded.model->eval();
+  return loaded;
+}
+
+void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
+                             const std::string& checkpoint_path) {
+  if (!info.tokenizer_checksum().empty() && info.tokenizer_checksum() != tokenizer.checksum()) {
+    throw DataError(str(checkpoint_path, ": the checkpoint was trained with tokenizer ", info.tokenizer(),
+                        " (checksum ", info.tokenizer_checksum(), "), but ", tokenizer.path(), " has checksum ",
+                        tokenizer.checksum(), "; pass the tokenizer the model was pre-trained with"));
+  }
+}
+
+
+}  // namespace cabert::eval

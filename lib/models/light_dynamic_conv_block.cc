@@ -1,0 +1,45 @@
+#include "lib/models/light_dynamic_conv_block.h"
+
+#include "lib/ops/conv_ops.h"
+
+namespace cabert::models {
+
+ConvBlockImpl::ConvBlockImpl(const pb::ModelConfig& config, int64_t layer_index)
+    : dynamic(config.family() == pb::DYNAMICCONV),
+      glu(config.conv_block().glu()),
+      weight_dropout(config.conv_block().weight_dropout()),
+      hidden(config.hidden_size()) {
+  const auto& b = config.conv_block();
+  kernel = b.kernel_sizes(std::min<int64_t>(layer_index, b.kernel_sizes_size() - 1));
+  padding_left = b.causal() ? kernel - 1 : kernel / 2;
+  heads = !b.share_weights_across_channels() ? hidden : (b.conv_heads() > 0 ? b.conv_heads() : config.num_heads());
+  input = register_module("input", torch::nn::Linear(hidden, glu ? 2 * hidden : hidden));
+  if (dynamic) {
+    kernel_projection = register_module(
+        "kernel_projection", torch::nn::Linear(torch::nn::LinearOptions(hidden, heads * kernel).bias(false)));
+  } else {
+    weight = register_parameter("weight", torch::empty({heads, kernel}));
+    torch::nn::init::xavier_uniform_(weight);
+  }
+}
+
+torch::Tensor ConvBlockImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  torch::Tensor y = input(x);
+  if (glu) y = torch::glu(y, -1);
+  if (dynamic) {
+    torch::Tensor kernels = torch::softmax(kernel_projection(y).view({y.size(0), y.size(1), heads, kernel}), -1);
+    kernels = torch::dropout(kernels, weight_dropout, is_training());
+    return ops::dynamic_conv(y, kernels, padding_left, mask);
+  }
+  torch::Tensor normalised = torch::dropout(torch::softmax(weight, -1), weight_dropout, is_training());
+  return ops::lightweight_conv(y, normalised, padding_left, mask);
+}
+
+double conv_block_mixing_macs(const pb::ModelConfig& c, int64_t layer_index, int64_t) {
+  const auto& b = c.conv_block();
+  if (b.kernel_sizes_size() == 0) return 0;
+  const int index = static_cast<int>(std::min<int64_t>(layer_index, b.kernel_sizes_size() - 1));
+  return static_cast<double>(b.kernel_sizes(index)) * c.hidden_size();
+}
+
+}  // namespace cabert::models

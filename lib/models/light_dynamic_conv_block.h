@@ -1,0 +1,35 @@
+// The convolution block of Wu et al. 2019 as a token mixer: Linear(d->2d) + GLU (or Linear(d->d)), then, as
+// numbered in the paper,
+//   Eq. 2-3  LightConv: one softmax-normalised kernel W in R^{H x k} shared by the d/H channels of each head
+//            (channel c uses row ceil(cH/d)), DropConnect on the normalised kernel;
+//   Eq. 4    DynamicConv: the kernel of position i is softmax_k(W^Q X_i), W^Q in R^{(H k) x d};
+// over the depthwise convolution of Eq. 1 (lib/ops/conv_ops.h), centred (padding k/2) or causal (k-1).
+// The layer applies the output Linear(d->d), residual and LayerNorm around it.
+#pragma once
+
+#include <torch/torch.h>
+
+#include "formats/model.pb.h"
+#include "lib/models/mixer.h"
+
+namespace cabert::models {
+
+class ConvBlockImpl : public Mixer {
+ public:
+  ConvBlockImpl(const pb::ModelConfig& config, int64_t layer_index);
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) override;
+  int64_t output_size() const override { return hidden; }
+
+  torch::nn::Linear input{nullptr};
+  torch::Tensor weight;                        // lightweight: [H, k]
+  torch::nn::Linear kernel_projection{nullptr};  // dynamic: W^Q, d -> H k (no bias, as fairseq)
+  bool dynamic, glu;
+  double weight_dropout;
+  int64_t hidden, heads, kernel, padding_left;
+};
+TORCH_MODULE(ConvBlock);
+
+// Multiply-adds per token of the convolution of layer `layer_index` (k per channel).
+double conv_block_mixing_macs(const pb::ModelConfig& config, int64_t layer_index, int64_t T);
+
+}  // namespace cabert::models

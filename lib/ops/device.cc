@@ -1,0 +1,39 @@
+#include "lib/ops/device.h"
+
+#include <cctype>
+
+#include "kernels/build_info.h"
+#include "lib/core/errors.h"
+
+namespace cabert::ops {
+namespace {
+
+bool is_index(const std::string& text) {
+  if (text.empty() || text.size() > 4) return false;
+  for (char ch : text) {
+    if (!std::isdigit(static_cast<unsigned char>(ch))) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+torch::Device parse_device(const std::string& name) {
+  if (name == "cpu") return torch::kCPU;
+  const std::string prefix = "cuda:";
+  bool indexed = name.rfind(prefix, 0) == 0 && is_index(name.substr(prefix.size()));
+  if (name != "cuda" && !indexed) throw UsageError(str("--device: expected cpu, cuda or cuda:N, got '", name, "'"));
+  kernels::require_cuda_build("--device cuda");
+  if (!torch::cuda::is_available()) throw UsageError(str("--device ", name, ": no CUDA device is available here"));
+  if (indexed) {
+    const int64_t index = std::stoll(name.substr(prefix.size()));
+    const int64_t count = static_cast<int64_t>(torch::cuda::device_count());
+    if (index >= count) {
+      throw UsageError(str("--device ", name, ": expected a device index below ", count, " (devices seen here)"));
+    }
+    return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  }
+  return torch::Device(torch::kCUDA);
+}
+
+}  // namespace cabert::ops

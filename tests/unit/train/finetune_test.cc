@@ -1,0 +1,135 @@
+#include <gtest/gtest.h>
+
+#include "lib/core/errors.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
+#include "lib/config/validation.h"
+#include "lib/tasks/task_inputs.h"
+#include "lib/eval/predict_split.h"
+#include "lib/models/task_model.h"
+#include "lib/train/finetune.h"
+#include "lib/train/losses.h"
+
+namespace cabert::train {
+namespace {
+
+using eval::classification_metrics;
+using eval::regression_metrics;
+using models::TaskModel;
+using tasks::TaskKind;
+
+TEST(FinetuneDefaults, ChangTable5) {
+  auto sst = task_defaults("SST-2", 256);
+  EXPECT_DOUBLE_EQ(sst.lr, 3e-4);
+  EXPECT_EQ(sst.batch_size, 32);
+  EXPECT_EQ(sst.epochs, 3);
+  auto mnli = task_defaults("MNLI", 256);
+  EXPECT_EQ(mnli.batch_size, 128);
+  EXPECT_EQ(mnli.epochs, 4);
+  EXPECT_EQ(task_defaults("QQP", 256).batch_size, 128);
+  EXPECT_EQ(task_defaults("RTE", 256).epochs, 10);
+  EXPECT_EQ(task_defaults("STS-B", 256).epochs, 10);
+  EXPECT_DOUBLE_EQ(task_defaults("QNLI", 256).lr, 1e-4);
+  EXPECT_DOUBLE_EQ(task_defaults("CoLA", 768).lr, 1e-4);  // base size
+  EXPECT_EQ(task_defaults("SQuAD1.1", 256).epochs, 2);
+}
+
+TEST(FinetuneDefinition, JsonRoundTripKeepsLabelsAndColumns) {
+  tasks::TaskDefinition definition;
+  definition.name = "news";
+  definition.kind = TaskKind::kClassification;
+  definition.labels = {"World", "Sports", "Business, Finance", "Sci/Tech"};
+  definition.pair = true;
+  definition.metrics = {"accuracy", "macro_f1"};
+  tasks::TaskSource source;
+  source.table.text_column = "title";
+  source.table.text_pair_column = "body";
+  source.table.label_column = "class";
+  source.table.header = false;
+  tasks::TaskSource restored_source;
+  tasks::TaskDefinition restored =
+      tasks::definition_from_json(tasks::definition_to_json(definition, source), &restored_source);
+  EXPECT_EQ(restored.name, "news");
+  EXPECT_EQ(restored.labels, definition.labels);
+  EXPECT_TRUE(restored.pair);
+  EXPECT_EQ(restored.metrics, definition.metrics);
+  EXPECT_EQ(restored_source.table.text_pair_column, "body");
+  EXPECT_EQ(restored_source.table.label_column, "class");
+  EXPECT_FALSE(restored_source.table.header);
+  EXPECT_THROW(tasks::definition_from_json("{\"name\": 1}", nullptr), DataError);
+}
+
+TEST(FinetuneMetrics, OnlyTheTasksMetrics) {
+  tasks::TaskDefinition cola;
+  ASSERT_TRUE(tasks::known_task("CoLA", &cola));
+  auto metrics = classification_metrics(cola, {1, 1, 0, 0}, {1, 0, 0, 1});
+  EXPECT_DOUBLE_EQ(metrics.at("accuracy"), 0.5);
+  EXPECT_DOUBLE_EQ(metrics.at("mcc"), 0.0);
+  EXPECT_EQ(metrics.count("f1"), 0u);
+  tasks::TaskDefinition mrpc;
+  ASSERT_TRUE(tasks::known_task("MRPC", &mrpc));
+  metrics = classification_metrics(mrpc, {1, 1, 0, 0}, {1, 0, 0, 1});
+  EXPECT_DOUBLE_EQ(metrics.at("f1"), 0.5);
+}
+
+pb::ModelConfig tiny_config() {
+  pb::ModelConfig config = config::preset_config("bert-tiny-composite");
+  config.set_vocab_size(50);
+  return config;
+}
+
+TEST(FinetuneModel, HeadsHaveTheRightShapesAndPaddingDoesNotChangeOutputs) {
+  torch::manual_seed(0);
+  torch::Tensor ids = torch::tensor({{2, 10, 11, 12, 3, 0, 0}, {2, 13, 3, 14, 15, 16, 3}}, torch::kInt64);
+  torch::Tensor segments = torch::tensor({{0, 0, 0, 0, 0, 0, 0}, {0, 0, 0, 1, 1, 1, 1}}, torch::kInt64);
+  torch::Tensor mask = ids != 0;
+  mask[1] = torch::ones({7}, torch::kBool);
+  for (TaskKind kind : {TaskKind::kClassification, TaskKind::kRegression, TaskKind::kSpan}) {
+    TaskModel model(tiny_config(), kind, 3);
+    model->eval();
+    torch::NoGradGuard no_grad;
+    torch::Tensor batched = model->forward(ids, segments, mask);
+    // The first row alone, without its padding, gives the same output.
+    torch::Tensor alone = model->forward(ids.slice(0, 0, 1).slice(1, 0, 5), segments.slice(0, 0, 1).slice(1, 0, 5),
+                                         mask.slice(0, 0, 1).slice(1, 0, 5));
+    if (kind == TaskKind::kClassification) {
+      EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{2, 3}));
+      EXPECT_TRUE(torch::allclose(batched[0], alone[0], 1e-5, 1e-5));
+    } else if (kind == TaskKind::kRegression) {
+      EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{2}));
+      EXPECT_TRUE(torch::allclose(batched[0], alone[0], 1e-5, 1e-5));
+    } else {
+      EXPECT_EQ(batched.sizes(), (std::vector<int64_t>{2, 7, 2}));
+      EXPECT_TRUE(torch::allclose(batched[0].slice(0, 0, 5), alone[0], 1e-5, 1e-5));
+      EXPECT_LE(batched[0][5][0].item<float>(), -1e3);  // padding is never a start or end
+    }
+  }
+}
+
+TEST(FinetuneModel, LossesMatchTheirDefinitions) {
+  torch::Tensor logits = torch::tensor({{2.0, 0.0}, {0.0, 1.0}});
+  torch::Tensor labels = torch::tensor({0, 0}, torch::kInt64);
+  double expected = (-std::log(std::exp(2.0) / (std::exp(2.0) + 1)) - std::log(1 / (1 + std::exp(1.0)))) / 2;
+  EXPECT_NEAR(task_loss(TaskKind::kClassification, logits, labels).item<double>(), expected, 1e-6);
+  EXPECT_NEAR(task_loss(TaskKind::kRegression, torch::tensor({1.0f, 3.0f}), torch::tensor({2.0f, 3.0f})).item<double>(),
+              0.5, 1e-6);
+  // Span: [B=1, T=2, 2]; start target 1, end target 0: mean of the two cross-entropies.
+  torch::Tensor span = torch::tensor({{{0.0, 1.0}, {1.0, 0.0}}});
+  torch::Tensor targets = torch::tensor({{1, 0}}, torch::kInt64);
+  double ce = -std::log(std::exp(1.0) / (std::exp(1.0) + 1));
+  EXPECT_NEAR(task_loss(TaskKind::kSpan, span, targets).item<double>(), ce, 1e-6);
+}
+
+TEST(FinetuneModel, EncoderTensorsAreNamedLikeThePretrainingModels) {
+  TaskModel model(tiny_config(), TaskKind::kClassification, 2);
+  bool encoder = false, head = false;
+  for (const auto& item : model->named_parameters()) {
+    encoder |= item.key().rfind("encoder.embeddings.", 0) == 0;
+    head |= item.key().rfind("head.", 0) == 0;
+  }
+  EXPECT_TRUE(encoder);
+  EXPECT_TRUE(head);
+}
+
+}  // namespace
+}  // namespace cabert::train
