@@ -11,6 +11,7 @@
 #include <set>
 
 #include "lib/core/errors.h"
+#include "lib/tasks/task_data.h"
 
 namespace cabert::tasks {
 
@@ -171,17 +172,6 @@ std::string line_problem(const LineSource& source, LineSource::Status status, co
 }
 
 std::string lines(uint64_t count) { return str(count, count == 1 ? " line" : " lines"); }
-
-std::vector<std::string> split_tabs(const std::string& line) {
-  std::vector<std::string> fields;
-  size_t begin = 0;
-  while (true) {
-    size_t tab = line.find('\t', begin);
-    fields.push_back(line.substr(begin, tab == std::string::npos ? std::string::npos : tab - begin));
-    if (tab == std::string::npos) return fields;
-    begin = tab + 1;
-  }
-}
 
 // The problem with one TSV row, or "" (then `pair` holds it).
 std::string tsv_row_problem(LineSource::Status status, const std::string& line, uint64_t max_line_bytes,
