@@ -122,6 +122,30 @@ Config conv_blocks(const std::string& size, pb::EncoderFamily family) {
   return c;
 }
 
+Config lightconv(const std::string& size) { return conv_blocks(size, pb::LIGHTCONV); }
+Config dynamicconv(const std::string& size) { return conv_blocks(size, pb::DYNAMICCONV); }
+
+// One row per mixer family beyond BERT's attention variants: the preset is "<prefix>-<size>" for each size.
+// A new family adds its config builder above and one row here.
+struct FamilyPresets {
+  const char* prefix;
+  std::vector<const char*> sizes;
+  Config (*build)(const std::string& size);
+  const char* description;  // followed by ", <size>" in the listing
+};
+
+const std::vector<FamilyPresets>& family_presets() {
+  static const std::vector<FamilyPresets> rows = {
+      {"convbert", {"tiny", "small", "medium-small", "base"}, convbert,
+       "ConvBERT mixed attention (SDConv), ELECTRA-style embeddings"},
+      {"lightconv", {"tiny", "small", "base"}, lightconv,
+       "encoder of Wu et al. lightconv blocks (GLU, kernels 3,7,15,31...)"},
+      {"dynamicconv", {"tiny", "small", "base"}, dynamicconv,
+       "encoder of Wu et al. dynamicconv blocks (GLU, kernels 3,7,15,31...)"},
+  };
+  return rows;
+}
+
 struct Preset {
   std::string name, description;
   Config config;
@@ -140,19 +164,12 @@ const std::vector<Preset>& presets() {
         list.push_back({name, str("BERT-", size, ", ", variant.description), c});
       }
     }
-    for (const char* size : {"tiny", "small", "medium-small", "base"}) {
-      Config c = convbert(size);
-      std::string name = str("convbert-", size);
-      c.set_name(name);
-      list.push_back({name, str("ConvBERT-", size, ": mixed attention (SDConv), ELECTRA-style embeddings"), c});
-    }
-    for (const char* size : {"tiny", "small", "base"}) {
-      for (auto family : {pb::LIGHTCONV, pb::DYNAMICCONV}) {
-        Config c = conv_blocks(size, family);
-        std::string kind = family == pb::LIGHTCONV ? "lightconv" : "dynamicconv";
-        std::string name = str(kind, "-", size);
+    for (const auto& family : family_presets()) {
+      for (const char* size : family.sizes) {
+        Config c = family.build(size);
+        std::string name = str(family.prefix, "-", size);
         c.set_name(name);
-        list.push_back({name, str("encoder of Wu et al. ", kind, " blocks (GLU, kernels 3,7,15,31...), ", size), c});
+        list.push_back({name, str(family.description, ", ", size), c});
       }
     }
     return list;
