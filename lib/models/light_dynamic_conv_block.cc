@@ -35,6 +35,26 @@ torch::Tensor ConvBlockImpl::forward(const torch::Tensor& x, const torch::Tensor
   return ops::lightweight_conv(y, normalised, padding_left, mask);
 }
 
+torch::Tensor ConvBlockImpl::forward_step(const torch::Tensor& x_t, MixerState& state) {
+  if (!decodes_incrementally()) return Mixer::forward_step(x_t, state);
+  const int64_t N = x_t.size(0), C = hidden;
+  torch::Tensor y = input(x_t);
+  if (glu) y = torch::glu(y, -1);
+  if (!state.inputs.defined()) state.inputs = torch::zeros({N, kernel - 1, C}, y.options());
+  // The window the causal convolution reads at this position: the k-1 previous inputs and this one.
+  torch::Tensor window = torch::cat({state.inputs, y}, 1);  // [N, k, C]
+  state.inputs = window.narrow(1, 1, kernel - 1);
+  torch::Tensor kernels;  // [N, H, k]
+  if (dynamic) {
+    kernels = torch::softmax(kernel_projection(y).view({N, heads, kernel}), -1);
+    kernels = torch::dropout(kernels, weight_dropout, is_training());
+  } else {
+    kernels = torch::dropout(torch::softmax(weight, -1), weight_dropout, is_training()).expand({N, heads, kernel});
+  }
+  torch::Tensor grouped = window.view({N, kernel, heads, C / heads});
+  return torch::einsum("nkhd,nhk->nhd", {grouped, kernels}).reshape({N, 1, C});
+}
+
 double conv_block_mixing_macs(const pb::ModelConfig& c, int64_t layer_index, int64_t) {
   const auto& b = c.conv_block();
   if (b.kernel_sizes_size() == 0) return 0;

@@ -19,6 +19,9 @@ class ConvBlockImpl : public Mixer {
   ConvBlockImpl(const pb::ModelConfig& config, int64_t layer_index);
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) override;
   int64_t output_size() const override { return hidden; }
+  // Causal blocks (padding k-1) decode step by step: the state keeps the last k-1 convolution inputs.
+  bool decodes_incrementally() const override { return padding_left == kernel - 1; }
+  torch::Tensor forward_step(const torch::Tensor& x_t, MixerState& state) override;
 
   torch::nn::Linear input{nullptr};
   torch::Tensor weight;                        // lightweight: [H, k]

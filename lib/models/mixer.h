@@ -10,8 +10,19 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <string>
 
 namespace cabert::models {
+
+// What a mixer keeps between the steps of incremental decoding, one per layer and sequence batch: a causal
+// convolution its last k-1 inputs (O(k) per sequence, whatever the length decoded so far), attention its keys
+// and values. Beam search reorders it when it keeps, drops or duplicates hypotheses.
+struct MixerState {
+  torch::Tensor inputs;        // causal convolutions: [N, k-1, C], oldest first
+  torch::Tensor keys, values;  // attention caches: [N, heads, steps, head size]
+  // Keeps rows `index` (int64 [N']) of every cached tensor, in that order.
+  void reorder(const torch::Tensor& index);
+};
 
 class Mixer : public torch::nn::Module {
  public:
@@ -20,6 +31,13 @@ class Mixer : public torch::nn::Module {
   virtual torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mask) = 0;
   // Width of the mixed output (the layer projects it back to the hidden size).
   virtual int64_t output_size() const = 0;
+
+  // Incremental decoding, for mixers that only look back (causal convolutions, masked self-attention):
+  // x_t [N, 1, H] is the next position of every sequence; returns the same [N, 1, output_size()] that
+  // forward() gives at that position for the whole prefix, and updates `state`. A bidirectional (encoder)
+  // mixer cannot decode step by step: the default says so with a UsageError.
+  virtual bool decodes_incrementally() const { return false; }
+  virtual torch::Tensor forward_step(const torch::Tensor& x_t, MixerState& state);
 };
 
 }  // namespace cabert::models
