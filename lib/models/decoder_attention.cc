@@ -1,0 +1,94 @@
+#include "lib/models/decoder_attention.h"
+
+#include <cmath>
+
+#include "lib/core/errors.h"
+#include "lib/models/layers.h"
+
+namespace cabert::models {
+namespace {
+
+void check_heads(int64_t hidden, int64_t heads) {
+  if (heads <= 0 || hidden % heads != 0) {
+    throw UsageError(str("attention: expected hidden size divisible by a positive head count, got ", hidden, " and ",
+                         heads));
+  }
+}
+
+// [N, T, H] -> [N, heads, T, d]
+torch::Tensor split_heads(const torch::Tensor& t, int64_t heads) {
+  return t.view({t.size(0), t.size(1), heads, t.size(2) / heads}).transpose(1, 2);
+}
+
+// [N, heads, T, d] -> [N, T, H]
+torch::Tensor merge_heads(const torch::Tensor& t) {
+  return t.transpose(1, 2).reshape({t.size(0), t.size(2), t.size(1) * t.size(3)});
+}
+
+// softmax(q k^T / sqrt(d) + bias) v; bias broadcasts to [N, heads, T, S] or is undefined.
+torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& bias,
+                     torch::nn::Dropout& dropout) {
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
+  if (bias.defined()) scores = scores + bias;
+  return torch::matmul(dropout(torch::softmax(scores, -1)), v);
+}
+
+}  // namespace
+
+CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t hidden_size, int64_t num_heads, double dropout)
+    : hidden(hidden_size), heads(num_heads) {
+  check_heads(hidden, heads);
+  head_size = hidden / heads;
+  query = register_module("query", torch::nn::Linear(hidden, hidden));
+  key = register_module("key", torch::nn::Linear(hidden, hidden));
+  value = register_module("value", torch::nn::Linear(hidden, hidden));
+  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  const int64_t T = x.size(1);
+  torch::Tensor future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);
+  torch::Tensor bias = torch::zeros({T, T}, x.options()).masked_fill(future, -std::numeric_limits<double>::infinity());
+  if (mask.defined()) bias = bias + key_padding_bias(mask, x.scalar_type());
+  return merge_heads(attend(split_heads(query(x), heads), split_heads(key(x), heads), split_heads(value(x), heads),
+                            bias, attention_dropout));
+}
+
+torch::Tensor CausalSelfAttentionImpl::forward_step(const torch::Tensor& x_t, MixerState& state) {
+  torch::Tensor k = split_heads(key(x_t), heads), v = split_heads(value(x_t), heads);
+  state.keys = state.keys.defined() ? torch::cat({state.keys, k}, 2) : k;
+  state.values = state.values.defined() ? torch::cat({state.values, v}, 2) : v;
+  // The newest position sees every cached one: no mask needed.
+  return merge_heads(attend(split_heads(query(x_t), heads), state.keys, state.values, {}, attention_dropout));
+}
+
+CrossAttentionImpl::CrossAttentionImpl(int64_t hidden_size, int64_t num_heads, double dropout)
+    : hidden(hidden_size), heads(num_heads) {
+  check_heads(hidden, heads);
+  head_size = hidden / heads;
+  query = register_module("query", torch::nn::Linear(hidden, hidden));
+  key = register_module("key", torch::nn::Linear(hidden, hidden));
+  value = register_module("value", torch::nn::Linear(hidden, hidden));
+  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(dropout));
+}
+
+torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                          const torch::Tensor& memory_mask) {
+  torch::Tensor bias = memory_mask.defined() ? key_padding_bias(memory_mask, x.scalar_type()) : torch::Tensor();
+  return merge_heads(attend(split_heads(query(x), heads), split_heads(key(memory), heads),
+                            split_heads(value(memory), heads), bias, attention_dropout));
+}
+
+void CrossAttentionImpl::cache_memory(const torch::Tensor& memory, MixerState& state) {
+  state.keys = split_heads(key(memory), heads);
+  state.values = split_heads(value(memory), heads);
+}
+
+torch::Tensor CrossAttentionImpl::forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask,
+                                               const MixerState& state) {
+  if (!state.keys.defined()) throw Error("internal: CrossAttention::forward_step before cache_memory");
+  torch::Tensor bias = memory_mask.defined() ? key_padding_bias(memory_mask, x_t.scalar_type()) : torch::Tensor();
+  return merge_heads(attend(split_heads(query(x_t), heads), state.keys, state.values, bias, attention_dropout));
+}
+
+}  // namespace cabert::models
