@@ -8,11 +8,22 @@
 namespace cabert::models {
 namespace {
 
-void check_heads(int64_t hidden, int64_t heads) {
+int64_t head_size_of(int64_t hidden, int64_t heads) {
   if (heads <= 0 || hidden % heads != 0) {
     throw UsageError(str("attention: expected hidden size divisible by a positive head count, got ", hidden, " and ",
                          heads));
   }
+  return hidden / heads;
+}
+
+// The query, key and value projections (H -> H) and the dropout on the probabilities, with the names every
+// checkpoint of these modules uses.
+void register_projections(torch::nn::Module& module, int64_t hidden, double dropout, torch::nn::Linear& query,
+                          torch::nn::Linear& key, torch::nn::Linear& value, torch::nn::Dropout& attention_dropout) {
+  query = module.register_module("query", torch::nn::Linear(hidden, hidden));
+  key = module.register_module("key", torch::nn::Linear(hidden, hidden));
+  value = module.register_module("value", torch::nn::Linear(hidden, hidden));
+  attention_dropout = module.register_module("attention_dropout", torch::nn::Dropout(dropout));
 }
 
 // [N, T, H] -> [N, heads, T, d]
@@ -36,13 +47,8 @@ torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch
 }  // namespace
 
 CausalSelfAttentionImpl::CausalSelfAttentionImpl(int64_t hidden_size, int64_t num_heads, double dropout)
-    : hidden(hidden_size), heads(num_heads) {
-  check_heads(hidden, heads);
-  head_size = hidden / heads;
-  query = register_module("query", torch::nn::Linear(hidden, hidden));
-  key = register_module("key", torch::nn::Linear(hidden, hidden));
-  value = register_module("value", torch::nn::Linear(hidden, hidden));
-  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(dropout));
+    : hidden(hidden_size), heads(num_heads), head_size(head_size_of(hidden_size, num_heads)) {
+  register_projections(*this, hidden, dropout, query, key, value, attention_dropout);
 }
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -63,13 +69,8 @@ torch::Tensor CausalSelfAttentionImpl::forward_step(const torch::Tensor& x_t, Mi
 }
 
 CrossAttentionImpl::CrossAttentionImpl(int64_t hidden_size, int64_t num_heads, double dropout)
-    : hidden(hidden_size), heads(num_heads) {
-  check_heads(hidden, heads);
-  head_size = hidden / heads;
-  query = register_module("query", torch::nn::Linear(hidden, hidden));
-  key = register_module("key", torch::nn::Linear(hidden, hidden));
-  value = register_module("value", torch::nn::Linear(hidden, hidden));
-  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(dropout));
+    : hidden(hidden_size), heads(num_heads), head_size(head_size_of(hidden_size, num_heads)) {
+  register_projections(*this, hidden, dropout, query, key, value, attention_dropout);
 }
 
 torch::Tensor CrossAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
