@@ -1,0 +1,46 @@
+#include "lib/models/decoder_layer.h"
+
+#include "lib/core/errors.h"
+
+namespace cabert::models {
+
+DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const std::string& mixer_name,
+                                   const DecoderLayerSizes& sizes) {
+  if (!decoder_mixer->decodes_incrementally()) {
+    throw UsageError(str("decoder layer: expected a causal mixer, got ", decoder_mixer->name(),
+                         " (a decoder must not see later target tokens)"));
+  }
+  const int64_t H = sizes.hidden;
+  auto norm = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(sizes.layer_norm_eps)); };
+  mixer = register_module(mixer_name, std::move(decoder_mixer));
+  output = register_module("output", torch::nn::Linear(mixer->output_size(), H));
+  mixer_norm = register_module("mixer_norm", norm());
+  cross_attention = register_module("cross_attention", CrossAttention(H, sizes.heads, sizes.attention_dropout));
+  cross_output = register_module("cross_output", torch::nn::Linear(H, H));
+  cross_norm = register_module("cross_norm", norm());
+  ffn = register_module("ffn", FeedForward(H, sizes.intermediate, 1));
+  ffn_norm = register_module("ffn_norm", norm());
+  dropout = register_module("dropout", torch::nn::Dropout(sizes.dropout));
+}
+
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& target_mask,
+                                        const torch::Tensor& memory, const torch::Tensor& memory_mask) {
+  torch::Tensor h = mixer_norm(x + dropout(output(mixer->forward(x, target_mask))));
+  torch::Tensor c = cross_norm(h + dropout(cross_output(cross_attention(h, memory, memory_mask))));
+  return ffn_norm(c + dropout(ffn(c)));
+}
+
+void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerState& state) {
+  state.self = MixerState();
+  cross_attention->cache_memory(memory, state.cross);
+}
+
+torch::Tensor DecoderLayerImpl::forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask,
+                                             DecoderLayerState& state) {
+  torch::Tensor h = mixer_norm(x_t + dropout(output(mixer->forward_step(x_t, state.self))));
+  torch::Tensor c =
+      cross_norm(h + dropout(cross_output(cross_attention->forward_step(h, memory_mask, state.cross))));
+  return ffn_norm(c + dropout(ffn(c)));
+}
+
+}  // namespace cabert::models
