@@ -4,12 +4,12 @@
 
 #include "cmd/commands.h"
 #include "cmd/compute_flags.h"
+#include "lib/config/model_config_text.h"
+#include "lib/config/presets.h"
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/config/model_config_text.h"
-#include "lib/config/presets.h"
 #include "lib/text/tokenizer.h"
 #include "lib/train/pretrainer.h"
 

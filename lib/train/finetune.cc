@@ -9,19 +9,19 @@
 #include <filesystem>
 #include <random>
 
+#include "lib/config/model_config_text.h"
+#include "lib/config/validation.h"
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
+#include "lib/eval/predict_split.h"
+#include "lib/eval/task_model_loader.h"
 #include "lib/eval/task_score.h"
 #include "lib/io/record_file.h"
-#include "lib/config/model_config_text.h"
-#include "lib/config/validation.h"
-#include "lib/eval/task_model_loader.h"
 #include "lib/ops/device.h"
-#include "lib/train/losses.h"
 #include "lib/train/checkpoint.h"
-#include "lib/eval/predict_split.h"
+#include "lib/train/losses.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 

@@ -6,20 +6,20 @@
 #include <random>
 
 #include "formats/metrics.pb.h"
+#include "lib/config/model_config_text.h"
 #include "lib/core/errors.h"
+#include "lib/core/files.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
-#include "lib/core/files.h"
 #include "lib/core/progress.h"
-#include "lib/io/record_file.h"
-#include "lib/config/model_config_text.h"
 #include "lib/core/random.h"
+#include "lib/data/pretraining_batches.h"
+#include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
+#include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/optimizer.h"
-#include "lib/data/pretraining_batches.h"
-#include "lib/ops/device.h"
 #include "lib/train/schedule.h"
 
 #if __has_include(<ATen/autocast_mode.h>)

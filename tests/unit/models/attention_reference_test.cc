@@ -6,13 +6,13 @@
 #include <cmath>
 #include <functional>
 
-#include "lib/core/errors.h"
-#include "lib/models/composite_attention.h"
-#include "lib/models/light_dynamic_conv_block.h"
-#include "lib/models/convbert_mixed_attention.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
+#include "lib/core/errors.h"
+#include "lib/models/composite_attention.h"
+#include "lib/models/convbert_mixed_attention.h"
+#include "lib/models/light_dynamic_conv_block.h"
 
 namespace cabert::models {
 namespace {

@@ -4,11 +4,11 @@
 
 #include <google/protobuf/util/message_differencer.h>
 
-#include "lib/core/errors.h"
-#include "lib/models/encoder.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
+#include "lib/core/errors.h"
+#include "lib/models/encoder.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "tests/test_paths.h"

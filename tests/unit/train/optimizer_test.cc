@@ -3,10 +3,10 @@
 
 #include <cmath>
 
-#include "lib/models/encoder.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
+#include "lib/models/encoder.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 
