@@ -13,10 +13,10 @@
 #include "formats/bench.pb.h"
 #include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
+#include "lib/config/model_config_text.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
-#include "lib/config/model_config_text.h"
 #include "lib/models/summary.h"
 #include "lib/ops/conv_ops.h"
 

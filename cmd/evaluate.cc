@@ -12,10 +12,10 @@
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
-#include "lib/eval/summary.h"
-#include "lib/io/record_file.h"
 #include "lib/eval/predict_split.h"
+#include "lib/eval/summary.h"
 #include "lib/eval/task_model_loader.h"
+#include "lib/io/record_file.h"
 #include "lib/tasks/glue.h"
 
 namespace fs = std::filesystem;

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "lib/tasks/task_definition.h"
 #include "lib/tasks/task_data.h"
+#include "lib/tasks/task_definition.h"
 #include "lib/text/tokenizer.h"
 
 namespace cabert::tasks {

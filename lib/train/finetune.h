@@ -15,9 +15,9 @@
 #include "formats/checkpoint.pb.h"
 #include "formats/task.pb.h"
 #include "lib/eval/metrics.h"
+#include "lib/models/task_model.h"
 #include "lib/tasks/squad_features.h"
 #include "lib/tasks/task_inputs.h"
-#include "lib/models/task_model.h"
 #include "lib/text/tokenizer.h"
 
 namespace cabert::train {

@@ -1,12 +1,12 @@
 #include <gtest/gtest.h>
 
-#include "lib/core/errors.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
-#include "lib/tasks/task_inputs.h"
+#include "lib/core/errors.h"
 #include "lib/eval/predict_split.h"
 #include "lib/models/task_model.h"
+#include "lib/tasks/task_inputs.h"
 #include "lib/train/finetune.h"
 #include "lib/train/losses.h"
 

@@ -10,11 +10,11 @@
 #include <random>
 
 #include "formats/corpus.pb.h"
-#include "lib/core/log.h"
-#include "lib/io/record_file.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
+#include "lib/core/log.h"
+#include "lib/io/record_file.h"
 #include "lib/train/pretrainer.h"
 #include "tests/test_paths.h"
 
