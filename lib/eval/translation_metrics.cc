@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "lib/core/errors.h"
+#include "lib/text/utf8.h"
 
 namespace cabert::eval {
 namespace {
@@ -16,57 +17,11 @@ constexpr int kBleuOrder = 4;
 
 // ---- UTF-8 and Python's notion of whitespace ---------------------------------------------------------
 
-// Decodes the code point at text[pos] into *code_point and returns its length in bytes, or 0 when the bytes
-// there are not well-formed UTF-8 (overlong forms, surrogates and values past U+10FFFF included, as Python's
-// decoder rejects them).
-size_t decode_at(std::string_view text, size_t pos, char32_t* code_point) {
-  const auto byte = [&](size_t i) { return static_cast<unsigned char>(text[i]); };
-  const unsigned char lead = byte(pos);
-  if (lead < 0x80) {
-    *code_point = lead;
-    return 1;
-  }
-  size_t length;
-  unsigned char low = 0x80, high = 0xBF;  // allowed range of the first continuation byte
-  if (lead >= 0xC2 && lead <= 0xDF) {
-    length = 2;
-  } else if (lead >= 0xE0 && lead <= 0xEF) {
-    length = 3;
-    if (lead == 0xE0) low = 0xA0;
-    if (lead == 0xED) high = 0x9F;
-  } else if (lead >= 0xF0 && lead <= 0xF4) {
-    length = 4;
-    if (lead == 0xF0) low = 0x90;
-    if (lead == 0xF4) high = 0x8F;
-  } else {
-    return 0;
-  }
-  if (pos + length > text.size()) return 0;
-  char32_t value = lead & (0xFF >> (length + 1));
-  for (size_t i = 1; i < length; ++i) {
-    const unsigned char next = byte(pos + i);
-    if (next < (i == 1 ? low : 0x80) || next > (i == 1 ? high : 0xBF)) return 0;
-    value = (value << 6) | (next & 0x3F);
-  }
-  *code_point = value;
-  return length;
-}
-
 // `where` names the text for the message ("hypothesis 7: "), empty when unknown.
 [[noreturn]] void throw_invalid_utf8(std::string_view text, size_t pos, const std::string& where = "") {
   char hex[8];
   std::snprintf(hex, sizeof hex, "0x%02X", static_cast<unsigned char>(text[pos]));
   throw DataError(str(where, "expected UTF-8 text, got invalid byte ", hex, " at byte offset ", pos));
-}
-
-// Byte offset of the first malformed sequence, npos when the text is valid UTF-8.
-size_t invalid_utf8_offset(std::string_view text) {
-  char32_t ignored;
-  for (size_t pos = 0, length = 0; pos < text.size(); pos += length) {
-    length = decode_at(text, pos, &ignored);
-    if (length == 0) return pos;
-  }
-  return std::string_view::npos;
 }
 
 // Python's str.isspace(), which str.split() and str.rstrip() use: more than ASCII whitespace (U+00A0,
@@ -88,7 +43,7 @@ void for_each_code_point(std::string_view text, Visit&& visit) {
   size_t pos = 0;
   while (pos < text.size()) {
     char32_t code_point;
-    const size_t length = decode_at(text, pos, &code_point);
+    const size_t length = text::decode_utf8_at(text, pos, &code_point);
     if (length == 0) throw_invalid_utf8(text, pos);
     visit(code_point, pos, pos + length);
     pos += length;
@@ -461,11 +416,11 @@ void for_each_segment(const std::vector<std::string>& hypotheses,
                       const std::vector<std::vector<std::string>>& references, Add&& add) {
   std::vector<const std::string*> segment_refs(references.size());
   for (size_t i = 0; i < hypotheses.size(); ++i) {
-    if (size_t bad = invalid_utf8_offset(hypotheses[i]); bad != std::string_view::npos) {
+    if (size_t bad = text::find_invalid_utf8(hypotheses[i]); bad != std::string_view::npos) {
       throw_invalid_utf8(hypotheses[i], bad, str("hypothesis ", i + 1, ": "));
     }
     for (size_t k = 0; k < references.size(); ++k) {
-      if (size_t bad = invalid_utf8_offset(references[k][i]); bad != std::string_view::npos) {
+      if (size_t bad = text::find_invalid_utf8(references[k][i]); bad != std::string_view::npos) {
         throw_invalid_utf8(references[k][i], bad, str("reference stream ", k + 1, ", line ", i + 1, ": "));
       }
       segment_refs[k] = &references[k][i];
@@ -479,7 +434,7 @@ void for_each_segment(const std::vector<std::string>& hypotheses,
 std::string tokenize_13a(const std::string& line) {
   // Checked up front so that the offset refers to `line`; the steps below keep UTF-8 valid (they only remove
   // or surround ASCII characters).
-  if (size_t bad = invalid_utf8_offset(line); bad != std::string_view::npos) throw_invalid_utf8(line, bad);
+  if (size_t bad = text::find_invalid_utf8(line); bad != std::string_view::npos) throw_invalid_utf8(line, bad);
   std::string text = line;
   replace_all(&text, "<skipped>", "");
   replace_all(&text, "-\n", "");

@@ -12,6 +12,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/tasks/task_data.h"
+#include "lib/text/utf8.h"
 
 namespace cabert::tasks {
 
@@ -147,7 +148,7 @@ std::string hex_byte(unsigned char byte) {
 
 // "" when `text` is valid UTF-8, else the problem (the column is 1-based, in bytes).
 std::string utf8_problem(const std::string& text) {
-  size_t bad = find_invalid_utf8(text);
+  size_t bad = text::find_invalid_utf8(text);
   if (bad == std::string_view::npos) return "";
   return str("invalid UTF-8 at byte column ", bad + 1, " (", hex_byte(static_cast<unsigned char>(text[bad])),
              "); expected UTF-8 text");
@@ -189,40 +190,6 @@ std::string tsv_row_problem(LineSource::Status status, const std::string& line, 
 }
 
 }  // namespace
-
-size_t find_invalid_utf8(std::string_view text) {
-  size_t i = 0;
-  const size_t size = text.size();
-  while (i < size) {
-    auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x80) {
-      ++i;
-      continue;
-    }
-    size_t length;
-    uint32_t code_point, smallest;
-    if ((byte & 0xE0) == 0xC0) {
-      length = 2, code_point = byte & 0x1F, smallest = 0x80;
-    } else if ((byte & 0xF0) == 0xE0) {
-      length = 3, code_point = byte & 0x0F, smallest = 0x800;
-    } else if ((byte & 0xF8) == 0xF0) {
-      length = 4, code_point = byte & 0x07, smallest = 0x10000;
-    } else {
-      return i;  // a continuation byte without a lead, or 0xF8..0xFF
-    }
-    if (i + length > size) return i;
-    for (size_t k = 1; k < length; ++k) {
-      auto next = static_cast<unsigned char>(text[i + k]);
-      if ((next & 0xC0) != 0x80) return i;
-      code_point = (code_point << 6) | (next & 0x3F);
-    }
-    if (code_point < smallest || code_point > 0x10FFFF || (code_point >= 0xD800 && code_point <= 0xDFFF)) {
-      return i;
-    }
-    i += length;
-  }
-  return std::string_view::npos;
-}
 
 ParallelData read_parallel_files(const std::string& source_path, const std::string& target_path,
                                  const ParallelReadOptions& options) {

@@ -51,8 +51,4 @@ struct ParallelSplitFiles {
 ParallelSplitFiles find_parallel_split(const std::string& dir, const std::string& split,
                                        const std::string& source_lang, const std::string& target_lang);
 
-// Byte index of the first byte that starts no valid UTF-8 sequence (overlong forms, surrogates and code
-// points above U+10FFFF are invalid), or std::string_view::npos when `text` is valid UTF-8.
-size_t find_invalid_utf8(std::string_view text);
-
 }  // namespace cabert::tasks
