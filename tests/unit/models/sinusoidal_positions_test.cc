@@ -30,7 +30,9 @@ TEST(SinusoidalPositions, MatchesTheFormulaAsLoopsIncludingOddWidths) {
         EXPECT_NEAR(enc[r][i].item<double>(), std::sin(p * w), 1e-12);
         EXPECT_NEAR(enc[r][half + i].item<double>(), std::cos(p * w), 1e-12);
       }
-      if (dim % 2 == 1) EXPECT_EQ(enc[r][dim - 1].item<double>(), 0.0);
+      if (dim % 2 == 1) {
+        EXPECT_EQ(enc[r][dim - 1].item<double>(), 0.0);
+      }
     }
   }
 }
