@@ -13,6 +13,7 @@
 #include "formats/bench.pb.h"
 #include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
+#include "lib/bench/seq2seq_bench.h"
 #include "lib/config/model_config_text.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
@@ -182,11 +183,69 @@ void run_op_bench(const BenchOptions& options) {
 }
 
 
+// ---- --model with an encoder-decoder: training step and generation versus length ----
+
+void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model) {
+  bench::Seq2SeqBenchConfig config;
+  config.model = model;
+  config.model_name = options.model;
+  config.batch = options.batch;
+  config.warmup = std::min(options.warmup, 1);
+  config.repeats = std::max(1, std::min(options.repeats, 3));
+  config.seed = global_options().seed;
+  std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
+  std::unique_ptr<io::RecordWriter> writer;
+  if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
+  if (options.format == "md") {
+    const pb::BenchEnvironment env = bench::bench_environment();
+    std::cout << "cabert bench --model " << options.model << " (encoder-decoder) on " << env.cpu_model() << ", "
+              << env.intra_op_threads() << " intra-op threads; train: source = target = L tokens; generate: L "
+              << "tokens from a 32-token source\n\n"
+              << "| model | kernels | B | L | params | train step ms | train tok/s | train peak MiB | generate ms | "
+                 "gen tok/s | step ms first 10% | step ms last 10% | gen peak MiB |\n"
+              << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  } else if (options.format == "tsv") {
+    std::cout << "model\tkernels\tB\tL\tparams\ttrain_ms\ttrain_tok_s\ttrain_peak_mib\tgenerate_ms\tgen_tok_s\t"
+                 "step_ms_first\tstep_ms_last\tgen_peak_mib\n";
+  }
+  for (int64_t length : options.seqs) {
+    for (ops::KernelPath path : paths) {
+      config.length = length;
+      config.path = path;
+      const pb::BenchRecord record = bench::bench_seq2seq_model(config);
+      if (options.format == "json") {
+        print_json(record);
+      } else {
+        const auto& tr = record.train_timing();
+        const auto& gen = record.inference_timing();
+        const std::vector<std::string> cells = {
+            options.model, record.kernels(), std::to_string(record.batch()), std::to_string(length),
+            models::human_parameters(record.parameters()), fixed(tr.median_ms()),
+            fixed(record.train_tokens_per_second(), 0), fixed(static_cast<double>(tr.peak_extra_bytes()) / (1 << 20), 1),
+            fixed(gen.median_ms()), fixed(record.inference_tokens_per_second(), 0),
+            fixed(record.generation_step_ms_first(), 3), fixed(record.generation_step_ms_last(), 3),
+            fixed(static_cast<double>(gen.peak_extra_bytes()) / (1 << 20), 1)};
+        for (size_t i = 0; i < cells.size(); ++i) {
+          std::cout << (options.format == "md" ? (i ? " | " : "| ") : (i ? "\t" : "")) << cells[i];
+        }
+        std::cout << (options.format == "md" ? " |\n" : "\n");
+        std::cout.flush();
+      }
+      if (writer) writer->write(record);
+    }
+  }
+  if (writer) writer->close();
+}
+
 // ---- --model: training-step and inference throughput of a whole MLM model ----
 
 void run_model_bench(const BenchOptions& options) {
   bench::ModelBenchConfig config;
   config.model = config::load_model_config(options.model, options.sets);
+  if (config.model.has_seq2seq()) {
+    run_seq2seq_bench(options, config.model);
+    return;
+  }
   config.model_name = options.model;
   config.batch = options.batch;
   config.paths = parse_paths(options.kernel_paths);
@@ -246,7 +305,8 @@ void add_bench(CLI::App& app) {
                                     "convbert-attention, depthwise, attention")
                        ->delimiter(',');
   CLI::Option* model = sub->add_option("--model", options->model,
-                                       "Model preset or config file: time MLM training steps and inference instead");
+                                       "Model preset or config file: time MLM training steps and inference instead (encoder-decoders: "
+                                       "training steps and incremental generation versus --seq; at most 3 repeats)");
   op->excludes(model);
   sub->add_option("--set", options->sets, "Model config override a.b=value (with --model; repeatable)");
   sub->add_option("--seq", options->seqs, "Sequence lengths, comma separated")->delimiter(',')->capture_default_str();

@@ -15,8 +15,11 @@
 #include "lib/eval/predict_split.h"
 #include "lib/eval/summary.h"
 #include "lib/eval/task_model_loader.h"
+#include "lib/eval/translation.h"
+#include "lib/io/checkpoint_file.h"
 #include "lib/io/record_file.h"
 #include "lib/tasks/glue.h"
+#include "lib/tasks/translation.h"
 
 namespace fs = std::filesystem;
 
@@ -37,7 +40,86 @@ struct EvaluateCommand {
   // without labels).
   std::string text_column, text_pair_column, label_column, id_column, table_format;
   bool label_column_given = false;
+  // Translation checkpoints (encoder-decoders).
+  std::string split = "test", source_lang, target_lang;
+  eval::TranslateOptions translate;
+  uint64_t max_examples = 0;
 };
+
+// An encoder-decoder checkpoint: translate the split, write the hypotheses (--predictions, one line per source
+// line), print and record BLEU and chrF.
+void run_translation_evaluate(const EvaluateCommand& command, torch::Device device) {
+  eval::LoadedSeq2SeqModel loaded = eval::load_seq2seq_model(command.model, device);
+  const auto& metadata = loaded.info.metadata();
+  auto stored = [&](const char* key, const std::string& given) {
+    if (!given.empty()) return given;
+    auto found = metadata.find(key);
+    return found == metadata.end() ? std::string() : found->second;
+  };
+  tasks::TranslationFiles files;
+  files.source_lang = stored("source_lang", command.source_lang);
+  files.target_lang = stored("target_lang", command.target_lang);
+  files.read.skip_bad_rows = command.skip_bad_rows;
+  files.read.max_pairs = command.max_examples;
+  if (files.source_lang.empty() || files.target_lang.empty()) {
+    throw UsageError(str(command.model, " names no languages; pass --source-lang and --target-lang"));
+  }
+  std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
+  if (!fs::exists(tokenizer_path)) {
+    throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
+  }
+  text::Tokenizer tokenizer(tokenizer_path);
+  eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
+  auto limit = [&](const char* key) {
+    auto found = metadata.find(key);
+    return found == metadata.end() ? 256 : std::stoi(found->second);
+  };
+  eval::TranslateOptions translate = command.translate;
+  translate.device = device;
+  std::unique_ptr<io::RecordWriter> writer;
+  const std::string model_name = command.name.empty()
+                                     ? fs::absolute(command.model).lexically_normal().parent_path().filename().string()
+                                     : command.name;
+  if (!command.output.empty()) {
+    writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",
+                                                std::map<std::string, std::string>{{"model", model_name}});
+  }
+  std::printf("| task | data | sentences | BLEU | chrF | details |\n|---|---|---:|---:|---:|---|\n");
+  for (const auto& path : command.data) {
+    tasks::ParallelData pairs = tasks::read_translation_split(path, command.split, files);
+    if (pairs.pairs.empty()) throw DataError(str(pairs.source_path, ": expected sentence pairs to translate, got none"));
+    std::vector<data::Seq2SeqExample> examples = tasks::encode_pairs(
+        pairs, tokenizer, limit("max_source_tokens"), limit("max_target_tokens"));
+    std::vector<std::string> references;
+    for (const auto& pair : pairs.pairs) references.push_back(pair.target);
+    std::vector<std::string> hypotheses = eval::translate_examples(loaded.model, examples, tokenizer, translate);
+    if (!command.predictions.empty()) {
+      std::string text;
+      for (const auto& line : hypotheses) text += line + "\n";
+      write_file_atomically(command.predictions, text);
+      log_info("evaluate: ", hypotheses.size(), " translations -> ", command.predictions);
+    }
+    eval::TranslationScores scores = eval::score_translations(hypotheses, references);
+    const std::string task = tasks::translation_task_name(files);
+    std::printf("| %s | %s | %zu | %.2f | %.2f | %s |\n", task.c_str(), pairs.source_path.c_str(), hypotheses.size(),
+                scores.bleu.score, scores.chrf.score, eval::format_bleu(scores.bleu).c_str());
+    if (writer) {
+      pb::TaskMetrics record;
+      record.set_kind(pb::TaskMetrics::EVALUATION);
+      record.set_model(model_name);
+      record.set_task(task);
+      record.set_split(fs::is_directory(path) ? command.split : fs::path(path).stem().string());
+      record.set_data(pairs.source_path);
+      record.set_examples(hypotheses.size());
+      (*record.mutable_metrics())["bleu"] = scores.bleu.score / 100;
+      (*record.mutable_metrics())["chrf"] = scores.chrf.score / 100;
+      record.set_score(scores.bleu.score);
+      record.set_checkpoint(fs::absolute(command.model).lexically_normal().string());
+      writer->write(record);
+    }
+  }
+  if (writer) writer->close();
+}
 
 void run_summarize(const EvaluateCommand& command) {
   std::vector<pb::TaskMetrics> records;
@@ -125,6 +207,10 @@ void run_evaluate(const EvaluateCommand& command) {
   if (command.model.empty()) throw UsageError("--model CKPT is required (or --summarize METRICS...)");
   if (command.data.empty()) throw UsageError("--data FILE is required");
   torch::Device device(apply_compute_flags(command.compute));
+  if (io::read_checkpoint_info(command.model).model().has_seq2seq()) {
+    run_translation_evaluate(command, device);
+    return;
+  }
   eval::LoadedTaskModel loaded = eval::load_task_model(command.model, device);
   tasks::TaskDefinition definition = loaded.definition;
   if (!command.task.empty()) {
@@ -239,7 +325,8 @@ void add_evaluate(CLI::App& app) {
                   "Metrics record file (evaluation); with --summarize, the table (default stdout)");
   sub->add_option("--predictions", command->predictions,
                   "Per-example predictions: TSV (id, prediction, gold, scores); GLUE test files give the "
-                  "submission TSV (index, prediction), SQuAD the {id: answer} JSON. A directory gets <TASK>.tsv");
+                  "submission TSV (index, prediction), SQuAD the {id: answer} JSON. A directory gets <TASK>.tsv. "
+                  "Translation: the hypotheses, one line per source line");
   sub->add_option("--name", command->name, "Model name in the metrics record (default: the checkpoint's directory)");
   sub->add_option("--batch-size", command->batch_size, "Evaluation batch size")->capture_default_str();
   auto* threshold = sub->add_option("--null-threshold", command->null_threshold,
@@ -251,6 +338,26 @@ void add_evaluate(CLI::App& app) {
                                        "Generic tasks: label column; \"\" for an unlabelled file");
   sub->add_option("--id-column", command->id_column, "Generic tasks: id column");
   sub->add_option("--table-format", command->table_format, "Generic tasks: csv, tsv or jsonl (default: by extension)");
+  sub->add_option("--split", command->split, "Translation: the split of a --data directory (SPLIT.LANG files)")
+      ->capture_default_str();
+  sub->add_option("--source-lang", command->source_lang, "Translation: source language (default: the checkpoint's)");
+  sub->add_option("--target-lang", command->target_lang, "Translation: target language (default: the checkpoint's)");
+  auto& search = command->translate.search;
+  search.beam_size = 5;
+  sub->add_option("--beam", search.beam_size, "Translation: beam size (1 = greedy)")->capture_default_str();
+  sub->add_option("--lenpen", search.length_penalty, "Translation: length penalty (score / length^lenpen)")
+      ->capture_default_str();
+  sub->add_option("--min-len", search.min_length, "Translation: generated tokens before EOS, at least")
+      ->capture_default_str();
+  sub->add_option("--max-len-a", command->translate.max_len_a,
+                  "Translation: at most a x (source length) + b tokens are generated")->capture_default_str();
+  sub->add_option("--max-len-b", command->translate.max_len_b, "Translation: see --max-len-a")->capture_default_str();
+  sub->add_option("--no-repeat-ngram", search.no_repeat_ngram, "Translation: never repeat an n-gram (0 = off)")
+      ->capture_default_str();
+  sub->add_option("--max-tokens", command->translate.max_tokens, "Translation: source tokens x beam per batch")
+      ->capture_default_str();
+  sub->add_option("--max-examples", command->max_examples, "Translation: only the first N pairs (0 = all)")
+      ->capture_default_str();
   add_compute_flags(sub, command->compute);
   sub->add_option("--summarize", command->summarize,
                   "Merge metrics records (files or directories) into one table: models x tasks + GLUE score");

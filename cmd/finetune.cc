@@ -1,5 +1,6 @@
 // cabert finetune: fine-tune an encoder on a GLUE task, SQuAD v1.1/v2.0 or a generic classification /
-// regression set (see lib/train/finetune.h for the protocol and the files written).
+// regression set (see lib/train/finetune.h for the protocol and the files written), or train an
+// encoder-decoder on parallel text with --task translation (lib/train/translation_trainer.h).
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include "lib/core/log.h"
 #include "lib/tasks/table.h"
 #include "lib/train/finetune.h"
+#include "lib/train/translation_trainer.h"
 
 namespace cabert::cmd {
 
@@ -21,7 +23,54 @@ struct FinetuneCommand {
   std::string format;
   ComputeFlags compute;
   bool no_header = false;
+  // --task translation (the shared flags above are copied over in run_translation).
+  train::TranslationTrainOptions translation;
 };
+
+void run_translation(FinetuneCommand& command, const CLI::App& sub) {
+  const auto& o = command.options;
+  const auto& s = command.source;
+  auto& t = command.translation;
+  auto given = [&](const char* flag) { return sub.count(flag) > 0; };
+  t.init = o.init;
+  t.preset = o.preset;
+  t.set_overrides = o.set_overrides;
+  t.tokenizer = o.tokenizer;
+  t.model_dir = o.model_dir;
+  t.name = o.name;
+  if (!o.init_from_task.empty()) t.init = o.init_from_task;
+  if (!s.train.empty()) {
+    t.data = s.train;
+  } else if (!s.data.empty()) {
+    t.data = s.data.front();
+  }
+  if (!s.dev.empty()) t.dev = s.dev.front();
+  if (s.data.size() > 1 && t.dev.empty()) t.dev = s.data[1];
+  if (o.lr > 0) t.lr = o.lr;
+  if (o.epochs > 0) t.epochs = o.epochs;
+  if (given("--weight-decay")) t.weight_decay = o.weight_decay;
+  if (given("--clip-norm")) t.clip_norm = o.clip_norm;
+  if (o.max_length > 0) t.max_source_tokens = t.max_target_tokens = o.max_length;
+  t.max_train_examples = o.max_train_examples;
+  t.files.read.skip_bad_rows = s.skip_bad_rows;
+  t.seed = o.seed;
+  t.device = o.device;
+  train::TranslationTrainSummary summary = train::run_translation_training(t);
+  std::printf("| epoch | dev BLEU | dev chrF | train loss |\n|---:|---:|---:|---:|\n");
+  for (const auto& record : summary.epochs) {
+    std::printf("| %u | %.2f | %.2f | %.4f |\n", record.epoch(), 100 * record.metrics().at("bleu"),
+                100 * record.metrics().at("chrf"), record.train_loss());
+  }
+  if (summary.best.epoch() > 0) {
+    std::printf("\n%s dev: best BLEU %.2f (epoch %u)\n", summary.best.task().c_str(), summary.best.score(),
+                summary.best.epoch());
+  }
+  if (!summary.averaged_checkpoint.empty()) {
+    std::printf("average of the last epochs: BLEU %.2f, %s\n", summary.averaged.score(),
+                summary.averaged_checkpoint.c_str());
+  }
+  std::printf("checkpoint: %s\nmetrics: %s\n", summary.checkpoint.c_str(), summary.metrics_path.c_str());
+}
 
 void print_summary(const train::FinetuneSummary& summary, int runs) {
   std::printf("| run | task | epoch | score | metrics |\n|---:|---|---:|---:|---|\n");
@@ -56,8 +105,8 @@ void add_finetune(CLI::App& app) {
                   "Or: a fine-tuned checkpoint (e.g. MNLI) whose encoder starts the run, with a fresh head");
   sub->add_option("--tokenizer", o.tokenizer, "SentencePiece model (default: the checkpoint's; needed with --preset)");
   sub->add_option("--task", s.task,
-                  "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, squad1.1, squad2.0, or any name for a "
-                  "generic CSV/TSV/JSONL task")
+                  "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, squad1.1, squad2.0, translation (an "
+                  "encoder-decoder preset on parallel text), or any name for a generic CSV/TSV/JSONL task")
       ->required();
   sub->add_option("--data", s.data,
                   "Task directory (GLUE: train.tsv + dev.tsv; MNLI: dev_matched + dev_mismatched) or files: train "
@@ -99,6 +148,27 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--format", command->format, "Generic tasks: csv, tsv or jsonl (default: by file extension)");
   sub->add_flag("--no-header", command->no_header, "Generic CSV/TSV: no header row; columns are 0-based indices");
   sub->add_flag("--skip-bad-rows", s.skip_bad_rows, "Skip malformed rows (counted) instead of stopping");
+  auto& t = command->translation;
+  sub->add_option("--source-lang", t.files.source_lang, "Translation: source language suffix of SPLIT.LANG files")
+      ->capture_default_str();
+  sub->add_option("--target-lang", t.files.target_lang, "Translation: target language suffix")->capture_default_str();
+  sub->add_option("--train-split", t.train_split, "Translation: training split in a --data directory")
+      ->capture_default_str();
+  sub->add_option("--dev-split", t.dev_split, "Translation: dev split in a --data directory (or --dev PAIRS.tsv)")
+      ->capture_default_str();
+  sub->add_option("--max-tokens", t.max_tokens, "Translation: padded source + target tokens per batch")
+      ->capture_default_str();
+  sub->add_option("--schedule", t.schedule, "Translation: inverse-sqrt or linear (decay to 0)")->capture_default_str();
+  sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, 10% of updates))")
+      ->capture_default_str();
+  sub->add_option("--label-smoothing", t.label_smoothing, "Translation: epsilon (default: the config's, 0.1)");
+  sub->add_option("--average-last", t.average_last, "Translation: average the last N epochs' parameters")
+      ->capture_default_str();
+  sub->add_option("--dev-beam", t.dev_beam, "Translation: beam for the dev BLEU of every epoch (1 = greedy)")
+      ->capture_default_str();
+  sub->add_option("--max-dev-examples", t.max_dev_examples, "Translation: score only the first N dev pairs (0 = all)")
+      ->capture_default_str();
+  sub->add_flag("--resume", t.resume, "Translation: continue from MODEL_DIR/last.cabert");
   add_compute_flags(sub, command->compute);
   sub->callback([sub, command] {
     record_options(*sub);
@@ -111,6 +181,10 @@ void add_finetune(CLI::App& app) {
     }
     source.table.header = !command->no_header;
     options.seed = global_options().seed;
+    if (source.task == "translation") {
+      run_translation(*command, *sub);
+      return;
+    }
     train::FinetuneSummary summary = train::run_finetune(options, source);
     print_summary(summary, options.runs);
   });

@@ -125,6 +125,77 @@ Config conv_blocks(const std::string& size, pb::EncoderFamily family) {
 Config lightconv(const std::string& size) { return conv_blocks(size, pb::LIGHTCONV); }
 Config dynamicconv(const std::string& size) { return conv_blocks(size, pb::DYNAMICCONV); }
 
+// Encoder-decoders (SPEC.md section 6). Sizes:
+//   tiny     d 32, FFN 64, 2 heads, 2/2 layers (tests)
+//   small    d 256, FFN 512, 4 heads, 3/3 layers (CPU smoke runs, recipes/wu2019 `make smoke`)
+//   iwslt    fairseq lightconv_iwslt_de_en: d 512, FFN 1024, 4 heads, 7/6 layers, no GLU, dropout 0.1
+//   wmt      fairseq lightconv_wmt_en_de: d 512, FFN 2048, 8 heads, 7/6 layers, GLU, dropout 0.3
+//   wmt-big  fairseq lightconv_wmt_en_de_big: d 1024, FFN 4096, 16 heads, 7/6 layers, GLU, dropout 0.3
+//   base     Tay et al. (BART-base sized): d 768, FFN 3072, 12 heads, 6/6 layers
+// The Transformer baselines take the same sizes with 6 encoder layers at iwslt/wmt sizes (fairseq's
+// transformer_iwslt_de_en / transformer_wmt_en_de).
+Config seq2seq(const std::string& size, pb::EncoderFamily family, bool tay) {
+  Config c = bert_size("tiny");
+  c.clear_electra();
+  c.set_family(family);
+  c.set_vocab_size(8000);  // replaced by the tokenizer's size when training starts
+  c.set_max_length(1024);  // sinusoidal positions: a limit on generated lengths, not a table
+  c.set_layer_norm_eps(1e-5f);
+  c.mutable_attention()->set_variant("none");  // positions come from the sinusoidal embeddings
+  c.mutable_attention()->set_relative_radius(0);
+  c.set_normalize_mixer_output(tay);
+  const bool transformer = family == pb::BERT;
+  int d = 512, ffn = 1024, heads = 4, encoder_layers = 7, decoder_layers = 6;
+  float dropout = 0.1f;
+  bool glu = true;
+  std::vector<int> kernels = {3, 7, 15, 31, 31, 31, 31};
+  if (size == "tiny") {
+    d = 32, ffn = 64, heads = 2, encoder_layers = 2, decoder_layers = 2, kernels = {3, 5};
+  } else if (size == "small") {
+    d = 256, ffn = 512, heads = 4, encoder_layers = 3, decoder_layers = 3, kernels = {3, 7, 15};
+  } else if (size == "iwslt") {
+    glu = false;
+  } else if (size == "wmt") {
+    ffn = 2048, heads = 8, dropout = 0.3f;
+  } else if (size == "wmt-big") {
+    d = 1024, ffn = 4096, heads = 16, dropout = 0.3f;
+  } else {  // base (Tay et al.)
+    d = 768, ffn = 3072, heads = 12, encoder_layers = 6, decoder_layers = 6, kernels = {7};
+  }
+  if (transformer && (size == "iwslt" || size == "wmt" || size == "wmt-big")) encoder_layers = 6;
+  if (tay && size != "tiny") kernels = {7};
+  if (family == pb::DILATEDCONV) kernels = {size == "tiny" ? 3 : 7};
+  c.set_embedding_size(d), c.set_hidden_size(d), c.set_intermediate_size(ffn), c.set_num_heads(heads);
+  c.set_num_layers(encoder_layers);
+  c.set_dropout(dropout);
+  c.set_attention_dropout(0.1f);
+  auto* block = c.mutable_conv_block();
+  auto* s = c.mutable_seq2seq();
+  if (!transformer) {
+    for (int k : kernels) block->add_kernel_sizes(k), s->add_decoder_kernel_sizes(k);
+    if (kernels.size() > static_cast<size_t>(decoder_layers)) {
+      s->mutable_decoder_kernel_sizes()->Truncate(decoder_layers);  // fairseq: [3,7,15,31,31,31] for 6 layers
+    }
+    block->set_share_weights_across_channels(true);
+    block->set_weight_dropout(family == pb::DILATEDCONV ? 0.0f : 0.1f);
+    block->set_glu(glu || tay);  // Tay's gate X1 = W^I X * sigmoid(W^S X) is a GLU
+    block->set_dilation_cycle(family == pb::DILATEDCONV ? encoder_layers : 0);
+  }
+  s->set_decoder_family(family);
+  s->set_decoder_layers(decoder_layers);
+  s->set_share_embeddings(true);
+  s->set_tie_output(true);
+  s->set_label_smoothing(0.1f);
+  return c;
+}
+
+Config wu_lightconv(const std::string& size) { return seq2seq(size, pb::LIGHTCONV, false); }
+Config wu_dynamicconv(const std::string& size) { return seq2seq(size, pb::DYNAMICCONV, false); }
+Config transformer(const std::string& size) { return seq2seq(size, pb::BERT, false); }
+Config tay_lightconv(const std::string& size) { return seq2seq(size, pb::LIGHTCONV, true); }
+Config tay_dynamicconv(const std::string& size) { return seq2seq(size, pb::DYNAMICCONV, true); }
+Config tay_dilatedconv(const std::string& size) { return seq2seq(size, pb::DILATEDCONV, true); }
+
 // One row per mixer family beyond BERT's attention variants: the preset is "<prefix>-<size>" for each size.
 // A new family adds its config builder above and one row here.
 struct FamilyPresets {
@@ -142,6 +213,18 @@ const std::vector<FamilyPresets>& family_presets() {
        "encoder of Wu et al. lightconv blocks (GLU, kernels 3,7,15,31...)"},
       {"dynamicconv", {"tiny", "small", "base"}, dynamicconv,
        "encoder of Wu et al. dynamicconv blocks (GLU, kernels 3,7,15,31...)"},
+      {"wu-lightconv", {"tiny", "small", "iwslt", "wmt", "wmt-big"}, wu_lightconv,
+       "encoder-decoder of Wu et al. LightConv blocks (translation)"},
+      {"wu-dynamicconv", {"tiny", "small", "iwslt", "wmt", "wmt-big"}, wu_dynamicconv,
+       "encoder-decoder of Wu et al. DynamicConv blocks (translation)"},
+      {"transformer", {"tiny", "small", "iwslt", "wmt", "wmt-big", "base"}, transformer,
+       "Transformer encoder-decoder baseline (Vaswani et al.; fairseq sizes)"},
+      {"tay-lightconv", {"tiny", "small", "base"}, tay_lightconv,
+       "encoder-decoder of Tay et al. gated blocks, lightweight conv (kernel 7)"},
+      {"tay-dynamicconv", {"tiny", "small", "base"}, tay_dynamicconv,
+       "encoder-decoder of Tay et al. gated blocks, dynamic conv (kernel 7)"},
+      {"tay-dilatedconv", {"tiny", "small", "base"}, tay_dilatedconv,
+       "encoder-decoder of Tay et al. gated blocks, dilated depthwise conv (kernel 7, dilation 1,2,4,...)"},
   };
   return rows;
 }

@@ -1,6 +1,7 @@
 // Named model configurations shipped with the binary: one row per preset in an explicit table
 // (presets.cc). BERT-small/base follow Chang et al. Table 4; ConvBERT Jiang et al. section 4; the Wu et al.
-// blocks fairseq's lightconv defaults. Tiny sizes are for tests and smoke runs.
+// blocks fairseq's lightconv defaults; the encoder-decoders fairseq's lightconv/transformer architectures
+// and Tay et al.'s BART-base sizes. Tiny sizes are for tests and smoke runs.
 #pragma once
 
 #include <string>

@@ -38,9 +38,18 @@ std::string model_config_problem(const pb::ModelConfig& c) {
       return str("expected convbert.ffn_groups dividing hidden_size and intermediate_size, got ", cb.ffn_groups());
     }
   }
-  if (c.family() == pb::LIGHTCONV || c.family() == pb::DYNAMICCONV) {
+  const auto is_conv = [](pb::EncoderFamily f) {
+    return f == pb::LIGHTCONV || f == pb::DYNAMICCONV || f == pb::DILATEDCONV;
+  };
+  if (is_conv(c.family())) {
     const auto& b = c.conv_block();
     if (b.kernel_sizes_size() == 0) return "expected at least one conv_block.kernel_sizes entry";
+    if (b.dilation_cycle() < 0 || b.dilation_cycle() > 16) {
+      return str("expected conv_block.dilation_cycle in [0, 16], got ", b.dilation_cycle());
+    }
+    if (c.family() == pb::DILATEDCONV && b.dilation_cycle() == 0 && c.num_layers() > 16) {
+      return "expected conv_block.dilation_cycle > 0 with more than 16 dilated layers (dilation 2^layer)";
+    }
     for (int k : b.kernel_sizes()) {
       if (k < 1) return str("expected conv_block.kernel_sizes >= 1, got ", k);
     }
@@ -48,6 +57,30 @@ std::string model_config_problem(const pb::ModelConfig& c) {
     int heads = b.conv_heads() > 0 ? b.conv_heads() : c.num_heads();
     if (c.hidden_size() % heads != 0) return str("expected hidden_size divisible by conv heads ", heads);
     if (!(b.weight_dropout() >= 0 && b.weight_dropout() < 1)) return "expected conv_block.weight_dropout in [0, 1)";
+  }
+  if (c.has_seq2seq()) {
+    const auto& s = c.seq2seq();
+    if (s.decoder_layers() <= 0) return str("expected seq2seq.decoder_layers > 0, got ", s.decoder_layers());
+    if (c.embedding_size() != c.hidden_size()) {
+      return str("expected embedding_size == hidden_size in an encoder-decoder, got ", c.embedding_size(), " and ",
+                 c.hidden_size());
+    }
+    if (c.hidden_size() < 4) return str("expected hidden_size >= 4 for sinusoidal positions, got ", c.hidden_size());
+    if (s.decoder_family() == pb::CONVBERT) {
+      return "expected seq2seq.decoder_family BERT, LIGHTCONV, DYNAMICCONV or DILATEDCONV (CONVBERT has no causal "
+             "form)";
+    }
+    if (is_conv(s.decoder_family())) {
+      if (s.decoder_kernel_sizes_size() == 0) return "expected at least one seq2seq.decoder_kernel_sizes entry";
+      for (int k : s.decoder_kernel_sizes()) {
+        if (k < 1) return str("expected seq2seq.decoder_kernel_sizes >= 1, got ", k);
+      }
+      int heads = c.conv_block().conv_heads() > 0 ? c.conv_block().conv_heads() : c.num_heads();
+      if (c.hidden_size() % heads != 0) return str("expected hidden_size divisible by conv heads ", heads);
+    }
+    if (!(s.label_smoothing() >= 0 && s.label_smoothing() < 1)) {
+      return str("expected seq2seq.label_smoothing in [0, 1), got ", s.label_smoothing());
+    }
   }
   return "";
 }

@@ -85,17 +85,31 @@ void save_checkpoint(const std::string& path, pb::CheckpointInfo info, const Nam
   writer.close();
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  Checkpoint checkpoint;
-  checkpoint.path = path;
-  io::RecordReader reader(path);
+namespace {
+
+pb::CheckpointInfo read_info(io::RecordReader& reader, const std::string& path) {
   reader.expect(kType);
   pb::CheckpointEntry entry;
   if (!reader.next(&entry) || !entry.has_info()) {
     throw DataError(str(path, ": expected the checkpoint info as the first record"));
   }
-  checkpoint.info = entry.info();
-  if (checkpoint.info.has_model()) config::validate_stored_model_config(checkpoint.info.model(), path);
+  if (entry.info().has_model()) config::validate_stored_model_config(entry.info().model(), path);
+  return entry.info();
+}
+
+}  // namespace
+
+pb::CheckpointInfo read_checkpoint_info(const std::string& path) {
+  io::RecordReader reader(path);
+  return read_info(reader, path);
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  Checkpoint checkpoint;
+  checkpoint.path = path;
+  io::RecordReader reader(path);
+  checkpoint.info = read_info(reader, path);
+  pb::CheckpointEntry entry;
   while (reader.next(&entry)) {
     if (!entry.has_tensor()) throw DataError(str(path, ": expected a tensor record, got another info record"));
     checkpoint.tensors[entry.tensor().name()] = from_proto(entry.tensor(), path);

@@ -29,6 +29,8 @@ struct Checkpoint {
 // Sets info.tensor_count and writes `path` atomically.
 void save_checkpoint(const std::string& path, pb::CheckpointInfo info, const NamedTensors& tensors);
 Checkpoint load_checkpoint(const std::string& path);
+// The info record alone (what kind of model a file holds), without reading the tensors.
+pb::CheckpointInfo read_checkpoint_info(const std::string& path);
 
 // The module's parameters and buffers, named "<prefix><name>".
 NamedTensors module_tensors(const torch::nn::Module& module, const std::string& prefix = "model/");

@@ -5,7 +5,8 @@
 namespace cabert::models {
 
 DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const std::string& mixer_name,
-                                   const DecoderLayerSizes& sizes) {
+                                   const DecoderLayerSizes& sizes)
+    : normalize_mixer_output(sizes.normalize_mixer_output) {
   if (!decoder_mixer->decodes_incrementally()) {
     throw UsageError(str("decoder layer: expected a causal mixer, got ", decoder_mixer->name(),
                          " (a decoder must not see later target tokens)"));
@@ -25,9 +26,14 @@ DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const s
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& target_mask,
                                         const torch::Tensor& memory, const torch::Tensor& memory_mask) {
-  torch::Tensor h = mixer_norm(x + dropout(output(mixer->forward(x, target_mask))));
+  torch::Tensor h = mixer_residual(x, mixer->forward(x, target_mask));
   torch::Tensor c = cross_norm(h + dropout(cross_output(cross_attention(h, memory, memory_mask))));
   return ffn_norm(c + dropout(ffn(c)));
+}
+
+torch::Tensor DecoderLayerImpl::mixer_residual(const torch::Tensor& x, const torch::Tensor& mixed) {
+  torch::Tensor projected = dropout(output(mixed));
+  return normalize_mixer_output ? x + mixer_norm(projected) : mixer_norm(x + projected);
 }
 
 void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerState& state) {
@@ -37,7 +43,7 @@ void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerS
 
 torch::Tensor DecoderLayerImpl::forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask,
                                              DecoderLayerState& state) {
-  torch::Tensor h = mixer_norm(x_t + dropout(output(mixer->forward_step(x_t, state.self))));
+  torch::Tensor h = mixer_residual(x_t, mixer->forward_step(x_t, state.self));
   torch::Tensor c =
       cross_norm(h + dropout(cross_output(cross_attention->forward_step(h, memory_mask, state.cross))));
   return ffn_norm(c + dropout(ffn(c)));

@@ -3,7 +3,7 @@
 //   h = LN(x + Drop(Out(Mix(x))))                    Mix: a causal mixer (conv block or causal attention)
 //   c = LN(h + Drop(CrossOut(CrossAttn(h, memory))))  encoder-decoder attention over the source
 //   y = LN(c + Drop(FFN(c)))
-// and the same one position at a time for generation, with the mixer's state and the cached source.
+// (Tay et al.'s blocks, normalize_mixer_output: h = x + LN(Drop(Out(Mix(x))))), and the same one position at a time for generation, with the mixer's state and the cached source.
 #pragma once
 
 #include <torch/torch.h>
@@ -21,6 +21,7 @@ namespace cabert::models {
 struct DecoderLayerSizes {
   int64_t hidden = 0, heads = 0, intermediate = 0;
   double dropout = 0, attention_dropout = 0, layer_norm_eps = 1e-5;
+  bool normalize_mixer_output = false;  // Tay et al.: h = x + LN(Drop(Out(Mix(x))))
 };
 
 // The state one layer keeps while decoding: its mixer's (conv inputs or self-attention K/V) and the
@@ -51,6 +52,10 @@ class DecoderLayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm mixer_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
   torch::nn::Dropout dropout{nullptr};
+  bool normalize_mixer_output;
+
+ private:
+  torch::Tensor mixer_residual(const torch::Tensor& x, const torch::Tensor& mixed);
 };
 TORCH_MODULE(DecoderLayer);
 

@@ -4,7 +4,8 @@
 
 namespace cabert::models {
 
-EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index) {
+EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index)
+    : normalize_mixer_output(config.normalize_mixer_output()) {
   const int64_t H = config.hidden_size();
   const MixerFamily& family = mixer_family(config.family());
   mixer = register_module(family.module_name, family.build(config, layer_index));
@@ -18,7 +19,8 @@ EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
-  torch::Tensor h = attention_norm(x + dropout(output(mixer->forward(x, mask))));
+  torch::Tensor mixed = dropout(output(mixer->forward(x, mask)));
+  torch::Tensor h = normalize_mixer_output ? x + attention_norm(mixed) : attention_norm(x + mixed);
   return ffn_norm(h + dropout(ffn(h)));
 }
 

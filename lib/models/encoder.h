@@ -1,5 +1,6 @@
 // The encoder every paper variant shares: embeddings (+ Linear E->H when E != H) and post-LN layers
 //   h = LN(x + Drop(Out(Mix(x)))),  y = LN(h + Drop(FFN(h)))
+// (Tay et al.'s blocks, config.normalize_mixer_output: h = x + LN(Drop(Out(Mix(x)))), y as above)
 // where Mix is the family's token mixer (lib/models/mixer.h), built from the explicit table in
 // mixer_registry.cc: BERT self-attention (any Chang et al. variant), ConvBERT mixed attention or a Wu et al.
 // conv block, chosen by config.family. The encoder itself knows no family.
@@ -25,6 +26,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm attention_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
   torch::nn::Dropout dropout{nullptr};
+  bool normalize_mixer_output;
 };
 TORCH_MODULE(EncoderLayer);
 

@@ -22,6 +22,10 @@ struct MixerFamily {
   double (*mixing_macs_per_token)(const pb::ModelConfig& config, int64_t layer_index, int64_t T);
   // Groups of the layer's feed-forward (ConvBERT's grouped linear); nullptr = 1.
   int64_t (*feed_forward_groups)(const pb::ModelConfig& config);
+  // The family's causal mixer for decoder layer `layer_index` of an encoder-decoder, from the decoder's view
+  // of the config (seq2seq_decoder_config in lib/models/seq2seq_model.h); nullptr = the family has no causal
+  // form.
+  std::shared_ptr<Mixer> (*build_causal)(const pb::ModelConfig& decoder_config, int64_t layer_index);
 };
 
 const std::vector<MixerFamily>& mixer_families();

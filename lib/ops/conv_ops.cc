@@ -116,6 +116,18 @@ torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight
   return DepthwiseConvFunction::apply(x, weight, optional(bias), padding_left, optional(mask));
 }
 
+torch::Tensor dilated_depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t dilation,
+                                     int64_t padding_left, const torch::Tensor& mask) {
+  const int64_t C = x.size(2), K = weight.size(1), span = (K - 1) * dilation;
+  torch::Tensor input = mask.defined() ? x * mask.unsqueeze(-1).to(x.scalar_type()) : x;
+  input = torch::constant_pad_nd(input.transpose(1, 2), {padding_left, span - padding_left});  // [B, C, T + span]
+  const int64_t stride = 1, padding = 0;
+  torch::Tensor out = torch::conv1d(input, weight.unsqueeze(1), torch::Tensor(), c10::IntArrayRef(stride),
+                                    c10::IntArrayRef(padding), c10::IntArrayRef(dilation), C);
+  out = out.transpose(1, 2);
+  return mask.defined() ? out * mask.unsqueeze(-1).to(x.scalar_type()) : out;
+}
+
 torch::Tensor relative_position_scores(const torch::Tensor& q, const torch::Tensor& w, const torch::Tensor& beta,
                                        int64_t radius, double scale) {
   if (!fused()) return kernels::reference::relative_position_scores(q, w, beta, radius, scale);

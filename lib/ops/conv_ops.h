@@ -37,6 +37,13 @@ torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels,
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              int64_t padding_left, const torch::Tensor& mask = {});
 
+// Dilated depthwise conv (Tay et al.'s dilated convolution): out[b, t, c] = sum_k weight[c, k] *
+// x[b, t + k * dilation - padding_left, c], masked like the others; padding_left (K-1)*dilation causal, or
+// (K-1)*dilation/2 centred. Both kernel paths run ATen's conv1d (groups = C), which already has fast CPU and
+// cuDNN depthwise kernels.
+torch::Tensor dilated_depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t dilation,
+                                     int64_t padding_left, const torch::Tensor& mask = {});
+
 // Banded relative-position score terms of composite attention, to add to the logits before softmax:
 //   out[b, h, i, j] = (q[b, h, i, :] . w[r(i, j), :]) * scale + (beta defined ? beta[h, r(i, j)] : 0),
 //   r(i, j) = clamp(j - i, -radius, radius) + radius.

@@ -30,4 +30,14 @@ torch::Tensor task_loss(tasks::TaskKind kind, const torch::Tensor& output, const
   return {};
 }
 
+SmoothedLoss label_smoothed_cross_entropy(const torch::Tensor& logits, const torch::Tensor& targets, double epsilon) {
+  torch::Tensor log_probs = torch::log_softmax(logits.to(torch::kFloat), -1);
+  torch::Tensor real = targets.ne(0).to(torch::kFloat);
+  torch::Tensor nll = -log_probs.gather(-1, targets.unsqueeze(-1)).squeeze(-1);
+  torch::Tensor smooth = -log_probs.sum(-1);
+  const double off_target = epsilon / static_cast<double>(logits.size(-1) - 1);
+  torch::Tensor loss = (1.0 - epsilon - off_target) * nll + off_target * smooth;
+  return {(loss * real).sum(), (nll * real).sum()};
+}
+
 }  // namespace cabert::train

@@ -16,6 +16,7 @@
 #include "lib/data/pretraining_batches.h"
 #include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
+#include "lib/models/seq2seq_model.h"
 #include "lib/models/summary.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
@@ -110,6 +111,7 @@ std::string format_values(const std::map<std::string, double>& values) {
 
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
+  if (config.has_seq2seq()) return models::module_tree(*models::Seq2SeqModel(config), "model");
   if (objective == Objective::kMlm) return models::module_tree(*models::MlmModel(config), "model");
   return models::module_tree(*models::ElectraModel(config), "model");
 }
@@ -119,6 +121,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
   if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
+  if (options.model.has_seq2seq()) {
+    throw UsageError(str("pretrain: '", options.model.name(), "' is an encoder-decoder; MLM and ELECTRA pre-train "
+                         "encoders. Train it with `cabert finetune --task translation --preset ", options.model.name(),
+                         "` (span-corruption pre-training of encoder-decoders is not available yet)"));
+  }
   torch::Device device = ops::parse_device(options.device);
   if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
   fs::create_directories(options.model_dir);

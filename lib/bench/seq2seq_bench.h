@@ -1,0 +1,30 @@
+// Timing of encoder-decoders for `cabert bench --model PRESET` when the preset has a decoder, one record per
+// length L (Tay et al.'s linear-vs-quadratic comparison in one table):
+//   training step: source and target of L tokens, forward + label-smoothed cross-entropy + backward + AdamW;
+//   generation:    L target tokens decoded one at a time with the incremental state (always the most likely
+//                  token, EOS never ends it) from a fixed short source (32 tokens), so the time reflects the
+//                  decoder's own mixing: per step O(k) for a causal convolution, O(prefix) for self-attention.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/bench.pb.h"
+#include "formats/model.pb.h"
+#include "lib/ops/kernel_path.h"
+
+namespace cabert::bench {
+
+struct Seq2SeqBenchConfig {
+  pb::ModelConfig model;
+  std::string model_name;
+  int64_t batch = 1, length = 128, generation_source = 32;
+  ops::KernelPath path = ops::KernelPath::kFused;
+  int warmup = 1, repeats = 3;
+  uint64_t seed = 42;
+};
+
+pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& config);
+
+}  // namespace cabert::bench

@@ -1,0 +1,76 @@
+#include "lib/data/seq2seq_batches.h"
+
+#include <algorithm>
+#include <numeric>
+
+#include "lib/core/errors.h"
+
+namespace cabert::data {
+
+Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, const std::vector<size_t>& rows,
+                                int64_t bos, int64_t eos) {
+  const int64_t B = static_cast<int64_t>(rows.size());
+  size_t S = 1, T = 1;
+  for (size_t row : rows) {
+    S = std::max(S, examples[row].source.size());
+    T = std::max(T, examples[row].target.size() + 1);
+  }
+  Seq2SeqBatch batch;
+  batch.source = torch::zeros({B, static_cast<int64_t>(S)}, torch::kInt64);
+  batch.target_in = torch::zeros({B, static_cast<int64_t>(T)}, torch::kInt64);
+  batch.target_out = torch::zeros({B, static_cast<int64_t>(T)}, torch::kInt64);
+  auto source = batch.source.accessor<int64_t, 2>();
+  auto target_in = batch.target_in.accessor<int64_t, 2>();
+  auto target_out = batch.target_out.accessor<int64_t, 2>();
+  for (int64_t b = 0; b < B; ++b) {
+    const Seq2SeqExample& example = examples[rows[b]];
+    for (size_t i = 0; i < example.source.size(); ++i) source[b][i] = example.source[i];
+    target_in[b][0] = bos;
+    for (size_t i = 0; i < example.target.size(); ++i) {
+      target_in[b][i + 1] = example.target[i];
+      target_out[b][i] = example.target[i];
+    }
+    target_out[b][example.target.size()] = eos;
+    batch.source_tokens += static_cast<int64_t>(example.source.size());
+    batch.target_tokens += static_cast<int64_t>(example.target.size()) + 1;
+  }
+  batch.source_mask = batch.source.ne(0);
+  batch.target_mask = batch.target_out.ne(0);
+  return batch;
+}
+
+std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples,
+                                                      int64_t max_tokens, int64_t max_rows) {
+  if (max_tokens < 1 || max_rows < 1) {
+    throw UsageError(str("batching: expected positive max tokens and rows, got ", max_tokens, " and ", max_rows));
+  }
+  std::vector<size_t> order(examples.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const auto& x = examples[a];
+    const auto& y = examples[b];
+    if (x.source.size() != y.source.size()) return x.source.size() < y.source.size();
+    return x.target.size() < y.target.size();
+  });
+  std::vector<std::vector<size_t>> batches;
+  std::vector<size_t> current;
+  size_t longest_source = 0, longest_target = 0;
+  for (size_t index : order) {
+    size_t source = std::max(longest_source, examples[index].source.size());
+    size_t target = std::max(longest_target, examples[index].target.size() + 1);
+    int64_t padded = static_cast<int64_t>((current.size() + 1) * (source + target));
+    if (!current.empty() && (padded > max_tokens || static_cast<int64_t>(current.size()) >= max_rows)) {
+      batches.push_back(std::move(current));
+      current.clear();
+      source = examples[index].source.size();
+      target = examples[index].target.size() + 1;
+    }
+    current.push_back(index);
+    longest_source = source;
+    longest_target = target;
+  }
+  if (!current.empty()) batches.push_back(std::move(current));
+  return batches;
+}
+
+}  // namespace cabert::data

@@ -1,0 +1,38 @@
+// Batches of an encoder-decoder: source and target token ids padded to the longest row, the decoder input
+// shifted right behind BOS, and fairseq-style token-budget batching (--max-tokens): examples sorted by
+// length and cut into batches whose padded size stays within the budget. Used by translation and (next) by
+// span-corruption pre-training.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <vector>
+
+namespace cabert::data {
+
+struct Seq2SeqExample {
+  std::vector<int32_t> source;  // encoder input, ending with EOS
+  std::vector<int32_t> target;  // target tokens without BOS and EOS
+};
+
+struct Seq2SeqBatch {
+  torch::Tensor source, source_mask;  // int64 [B, S], bool [B, S]
+  torch::Tensor target_in;            // int64 [B, T]: BOS, target tokens (T = longest target + 1)
+  torch::Tensor target_out;           // int64 [B, T]: target tokens, EOS; PAD (0) after
+  torch::Tensor target_mask;          // bool [B, T]: the real positions of target_in / target_out
+  int64_t target_tokens = 0;          // real target positions (EOS included)
+  int64_t source_tokens = 0;
+};
+
+// The rows `rows` of `examples`, in that order. bos/eos/pad: cabert's [CLS]=2, [SEP]=3, [PAD]=0.
+Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, const std::vector<size_t>& rows,
+                                int64_t bos = 2, int64_t eos = 3);
+
+// Indices of `examples` grouped into batches: sorted by (source length, target length), each batch at most
+// max_rows rows and rows x (longest source + longest target + 1) <= max_tokens padded tokens (a single
+// example over the budget still gets a batch of its own). Every index appears exactly once.
+std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples,
+                                                      int64_t max_tokens, int64_t max_rows);
+
+}  // namespace cabert::data

@@ -1,0 +1,59 @@
+// Training an encoder-decoder on parallel text (`cabert finetune --task translation`; Wu et al. 2019's
+// protocol): from scratch (a preset) or from a checkpoint of an encoder-decoder, label-smoothed
+// cross-entropy (the config's seq2seq.label_smoothing, 0.1), Adam (0.9, 0.98) with an inverse-sqrt or linear
+// schedule, token-budget batches, and after every epoch the dev loss and the dev BLEU/chrF of generated
+// translations; the best epoch by dev BLEU is kept.
+//
+// Files in the model directory:
+//   best.cabert        the epoch with the best dev BLEU (kind "finetune", metadata task=translation)
+//   last.cabert        model + optimizer + data position after the last finished step: `--resume` continues
+//                      from it exactly (written at each epoch's end and when SIGINT/SIGTERM stops the run)
+//   epoch-<k>.cabert   with --average-last N: the last N epochs' models
+//   averaged.cabert    with --average-last N >= 2: their parameter average (Vaswani et al.), scored on dev
+//   metrics.cabert     TaskMetrics: one EPOCH record per epoch (bleu, chrf), BEST_OF_RUN for the best
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "formats/task.pb.h"
+#include "lib/tasks/translation.h"
+
+namespace cabert::train {
+
+struct TranslationTrainOptions {
+  std::string init;    // checkpoint of an encoder-decoder (all "model/" tensors start the run)
+  std::string preset;  // or: a preset / .textproto with seq2seq, randomly initialised
+  std::vector<std::string> set_overrides;
+  std::string tokenizer;  // required with --preset; else must match the checkpoint's
+  std::string model_dir, name;
+  std::string data;                     // directory of SPLIT.LANG files, or a TSV of training pairs
+  std::string train_split = "train", dev_split = "val";
+  std::string dev;                      // a TSV of dev pairs (else dev_split of `data`)
+  tasks::TranslationFiles files;
+  double lr = 5e-4;
+  int epochs = 10;
+  int64_t max_tokens = 4096, max_rows = 512;  // per batch: padded source + target tokens, rows
+  std::string schedule = "inverse-sqrt";      // or "linear"
+  int64_t warmup_steps = -1;                  // -1: min(4000, 10% of the updates)
+  double weight_decay = 1e-4, clip_norm = 0;
+  double label_smoothing = -1;                // -1: the config's
+  int max_source_tokens = 256, max_target_tokens = 256;
+  int average_last = 0;                       // average the last N epochs' parameters (0/1: off)
+  int dev_beam = 1;                           // dev translations: 1 = greedy
+  uint64_t max_train_examples = 0, max_dev_examples = 0;  // 0 = all
+  bool resume = false;
+  uint64_t seed = 42;
+  std::string device = "cpu";
+};
+
+struct TranslationTrainSummary {
+  std::vector<pb::TaskMetrics> epochs;  // one per epoch run by this call
+  pb::TaskMetrics best, averaged;       // averaged: with --average-last >= 2
+  std::string checkpoint, averaged_checkpoint, metrics_path;
+};
+
+TranslationTrainSummary run_translation_training(const TranslationTrainOptions& options);
+
+}  // namespace cabert::train

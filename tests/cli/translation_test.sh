@@ -1,0 +1,44 @@
+# Translation end to end on the shipped Multi30k slice, in seconds: joint tokenizer -> finetune --task
+# translation (a tiny LightConv encoder-decoder) -> --resume of a finished run -> evaluate (beam search, hypotheses
+# file, BLEU/chrF record) -> --summarize; and bad parallel input refused with the file names (exit 3).
+source "$(dirname "$0")/lib.sh"
+slice="$CABERT_SOURCE_DIR/tests/data/mt/multi30k-slice"
+cat "$slice/train.de" "$slice/train.en" |
+  "$CABERT" -q tokenize train -i - --vocab-size 300 --sentinels 4 --model-prefix "$work/joint"
+
+# A TSV dev set made from the test split's first 20 pairs (the reader of pairs as one file).
+paste "$slice/test.de" "$slice/test.en" | head -n 20 > "$work/dev.tsv"
+"$CABERT" -q finetune --task translation --preset wu-lightconv-tiny --tokenizer "$work/joint.model" \
+  --data "$slice" --dev "$work/dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --average-last 2 \
+  --model-dir "$work/model" > "$work/finetune.out"
+grep -q "dev: best BLEU" "$work/finetune.out" || fail "finetune printed no best BLEU: $(cat "$work/finetune.out")"
+for file in best last epoch-1 epoch-2 averaged metrics; do
+  [ -s "$work/model/$file.cabert" ] || fail "finetune wrote no $file.cabert"
+done
+"$CABERT" inspect "$work/model/best.cabert" | grep -q "translation" || fail "best.cabert lacks the task metadata"
+
+# Resuming a finished run trains nothing more and keeps the checkpoint.
+before=$(md5sum < "$work/model/best.cabert")
+"$CABERT" -q finetune --task translation --preset wu-lightconv-tiny --tokenizer "$work/joint.model" \
+  --data "$slice" --dev "$work/dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --model-dir "$work/model" --resume \
+  > /dev/null
+[ "$before" = "$(md5sum < "$work/model/best.cabert")" ] || fail "--resume of a finished run changed best.cabert"
+
+"$CABERT" -q evaluate --model "$work/model/best.cabert" --data "$slice" --split test --beam 3 --max-examples 30 \
+  --predictions "$work/hyp.en" -o "$work/test.metrics" > "$work/evaluate.out"
+[ "$(wc -l < "$work/hyp.en")" = 30 ] || fail "expected 30 hypotheses, got $(wc -l < "$work/hyp.en")"
+grep -q "translation-de-en" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/evaluate.out")"
+grep -q "BLEU = " "$work/evaluate.out" || fail "evaluate printed no sacreBLEU line: $(cat "$work/evaluate.out")"
+"$CABERT" evaluate --summarize "$work/test.metrics" | grep -q "translation-de-en" || fail "--summarize lacks the task"
+
+# Bad parallel input: mismatched line counts name both files and counts; exit 3.
+mkdir -p "$work/short"
+head -n 5 "$slice/train.en" > "$work/short/train.en"
+cp "$slice/train.de" "$work/short/train.de"
+expect_exit 3 "train.en" "$CABERT" -q finetune --task translation --preset wu-lightconv-tiny \
+  --tokenizer "$work/joint.model" --data "$work/short" --dev "$work/dev.tsv" --model-dir "$work/bad"
+grep -q "train.de" "$work/err" || fail "the mismatch error does not name train.de: $(cat "$work/err")"
+# An encoder preset cannot translate; a classification checkpoint is not an encoder-decoder.
+expect_exit 2 "encoder-decoder" "$CABERT" -q finetune --task translation --preset bert-tiny-none \
+  --tokenizer "$work/joint.model" --data "$slice" --dev "$work/dev.tsv" --model-dir "$work/bad2"
+echo "translation CLI: ok"

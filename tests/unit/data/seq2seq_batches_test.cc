@@ -1,0 +1,117 @@
+// Encoder-decoder batches: padding and the shifted decoder input by hand, and the token-budget batching's
+// contract (every example once, within the row and token budgets, sorted by length).
+#include <gtest/gtest.h>
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "lib/core/errors.h"
+#include "lib/data/seq2seq_batches.h"
+
+namespace cabert::data {
+namespace {
+
+// A [rows, columns] int64 tensor from equally long rows.
+torch::Tensor ids(const std::vector<std::vector<int64_t>>& rows) {
+  std::vector<int64_t> flat;
+  for (const auto& row : rows) flat.insert(flat.end(), row.begin(), row.end());
+  return torch::tensor(flat, torch::kInt64).view({static_cast<int64_t>(rows.size()), -1});
+}
+
+std::vector<Seq2SeqExample> two_examples() { return {{{7, 8, 3}, {9, 10}}, {{11, 3}, {12}}}; }
+
+TEST(MakeSeq2SeqBatch, PadsAndShiftsTheTargetBehindBos) {
+  Seq2SeqBatch batch = make_seq2seq_batch(two_examples(), {0, 1});
+  EXPECT_TRUE(torch::equal(batch.source, ids({{7, 8, 3}, {11, 3, 0}})));
+  EXPECT_TRUE(torch::equal(batch.target_in, ids({{2, 9, 10}, {2, 12, 0}})));
+  EXPECT_TRUE(torch::equal(batch.target_out, ids({{9, 10, 3}, {12, 3, 0}})));
+  EXPECT_EQ(batch.source_mask.scalar_type(), torch::kBool);
+  EXPECT_EQ(batch.target_mask.scalar_type(), torch::kBool);
+  EXPECT_TRUE(torch::equal(batch.source_mask, ids({{1, 1, 1}, {1, 1, 0}}).to(torch::kBool)));
+  EXPECT_TRUE(torch::equal(batch.target_mask, ids({{1, 1, 1}, {1, 1, 0}}).to(torch::kBool)));
+  EXPECT_EQ(batch.target_tokens, 5);  // 2 + EOS, 1 + EOS
+  EXPECT_EQ(batch.source_tokens, 5);
+}
+
+TEST(MakeSeq2SeqBatch, RowsComeInTheOrderAsked) {
+  Seq2SeqBatch batch = make_seq2seq_batch(two_examples(), {1, 0});
+  EXPECT_TRUE(torch::equal(batch.source, ids({{11, 3, 0}, {7, 8, 3}})));
+  EXPECT_TRUE(torch::equal(batch.target_in, ids({{2, 12, 0}, {2, 9, 10}})));
+  EXPECT_TRUE(torch::equal(batch.target_out, ids({{12, 3, 0}, {9, 10, 3}})));
+  EXPECT_TRUE(torch::equal(batch.source_mask, ids({{1, 1, 0}, {1, 1, 1}}).to(torch::kBool)));
+  EXPECT_TRUE(torch::equal(batch.target_mask, ids({{1, 1, 0}, {1, 1, 1}}).to(torch::kBool)));
+  Seq2SeqBatch one = make_seq2seq_batch(two_examples(), {1});
+  EXPECT_TRUE(torch::equal(one.source, ids({{11, 3}})));
+  EXPECT_TRUE(torch::equal(one.target_out, ids({{12, 3}})));
+  EXPECT_EQ(one.target_tokens, 2);
+  EXPECT_EQ(one.source_tokens, 2);
+}
+
+TEST(TokenBudgetBatches, EveryExampleOnceWithinTheBudgetsSortedByLength) {
+  std::mt19937 rng(17);
+  std::uniform_int_distribution<int> length(1, 40);
+  std::vector<Seq2SeqExample> examples(200);
+  for (Seq2SeqExample& e : examples) {
+    e.source.assign(static_cast<size_t>(length(rng)), 5);
+    e.target.assign(static_cast<size_t>(length(rng)), 6);
+  }
+  const int64_t max_tokens = 600, max_rows = 12;
+  auto batches = token_budget_batches(examples, max_tokens, max_rows);
+  std::vector<int> seen(examples.size(), 0);
+  std::vector<size_t> order;
+  size_t multi_row = 0;
+  for (const auto& batch : batches) {
+    ASSERT_FALSE(batch.empty());
+    EXPECT_LE(static_cast<int64_t>(batch.size()), max_rows);
+    size_t source = 0, target = 0;
+    for (size_t index : batch) {
+      ASSERT_LT(index, examples.size());
+      ++seen[index];
+      order.push_back(index);
+      source = std::max(source, examples[index].source.size());
+      target = std::max(target, examples[index].target.size());
+    }
+    if (batch.size() > 1) {
+      ++multi_row;
+      EXPECT_LE(static_cast<int64_t>(batch.size() * (source + target + 1)), max_tokens);
+    }
+  }
+  for (size_t i = 0; i < seen.size(); ++i) EXPECT_EQ(seen[i], 1) << "example " << i;
+  EXPECT_GT(multi_row, 0u);  // the budget check above is not vacuous
+  EXPECT_LT(batches.size(), examples.size());
+  for (size_t i = 1; i < order.size(); ++i) {
+    const Seq2SeqExample& a = examples[order[i - 1]];
+    const Seq2SeqExample& b = examples[order[i]];
+    EXPECT_LE(a.source.size(), b.source.size()) << "position " << i;
+    if (a.source.size() == b.source.size()) EXPECT_LE(a.target.size(), b.target.size()) << "position " << i;
+  }
+}
+
+TEST(TokenBudgetBatches, AnExampleOverTheBudgetGetsABatchOfItsOwn) {
+  std::vector<Seq2SeqExample> examples = {{{5, 3}, {6}}, {std::vector<int32_t>(50, 5), std::vector<int32_t>(50, 6)},
+                                          {{5, 3}, {6}}, {{5, 5, 3}, {6, 6}}};
+  auto batches = token_budget_batches(examples, 40, 8);
+  std::vector<int> seen(examples.size(), 0);
+  bool alone = false;
+  for (const auto& batch : batches) {
+    for (size_t index : batch) ++seen[index];
+    if (std::find(batch.begin(), batch.end(), size_t{1}) != batch.end()) alone = batch.size() == 1;
+  }
+  EXPECT_TRUE(alone);
+  EXPECT_EQ(seen, (std::vector<int>{1, 1, 1, 1}));
+}
+
+TEST(TokenBudgetBatches, RefusesAnEmptyBudget) {
+  const std::vector<Seq2SeqExample> examples = two_examples();
+  EXPECT_THROW(token_budget_batches(examples, 0, 8), UsageError);
+  EXPECT_THROW(token_budget_batches(examples, 100, 0), UsageError);
+  EXPECT_THROW(token_budget_batches(examples, -5, 8), UsageError);
+  EXPECT_NO_THROW(token_budget_batches(examples, 100, 8));
+}
+
+}  // namespace
+}  // namespace cabert::data
