@@ -342,6 +342,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       std::snprintf(extra, sizeof extra, "loss %.3f, lr %.3g, %s tok/s", position.loss_sum / (position.batch + 1),
                     optimizer.lr(), human_count(tokens / std::max(seconds, 1e-9)).c_str());
       progress.update(position.batch + 1, extra);
+      if (options.after_step) options.after_step(position.update);
     }
     const double train_loss = position.loss_sum / std::max<int64_t>(steps_per_epoch, 1);
     progress.finish(str("loss ", train_loss));

@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,7 @@ struct TranslationTrainOptions {
   bool resume = false;
   uint64_t seed = 42;
   std::string device = "cpu";
+  std::function<void(int64_t update)> after_step;  // tests: called after every optimizer update
 };
 
 struct TranslationTrainSummary {

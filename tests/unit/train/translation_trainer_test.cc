@@ -1,0 +1,120 @@
+// Training an encoder-decoder on the shipped Multi30k slice: a run stopped by SIGTERM in the middle of an
+// epoch and resumed ends with exactly the weights of an uninterrupted run; the metrics keep one record per
+// epoch; averaging epochs gives the parameter mean.
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <string>
+
+#include "formats/task.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/interrupt.h"
+#include "lib/io/checkpoint_file.h"
+#include "lib/text/tokenizer.h"
+#include "lib/train/translation_trainer.h"
+#include "tests/test_paths.h"
+
+namespace cabert::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class TranslationTrainerTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string slice = testing::source_dir() + "/tests/data/mt/multi30k-slice";
+    dir_ = new std::string(testing::temp_dir());
+    const std::string joint = *dir_ + "/joint.txt";
+    testing::write_text(joint, testing::read_text(slice + "/train.de") + testing::read_text(slice + "/train.en"));
+    text::TokenizerTrainOptions t;
+    t.inputs = {joint};
+    t.vocab_size = 300;
+    t.num_sentinels = 4;
+    t.model_prefix = *dir_ + "/joint";
+    text::train_tokenizer(t);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  TranslationTrainOptions options(const std::string& name) {
+    TranslationTrainOptions o;
+    o.preset = "wu-dynamicconv-tiny";
+    o.tokenizer = *dir_ + "/joint.model";
+    o.data = testing::source_dir() + "/tests/data/mt/multi30k-slice";
+    o.dev_split = "test";
+    o.max_dev_examples = 10;
+    o.epochs = 2;
+    o.lr = 3e-3;
+    o.max_tokens = 1200;
+    o.model_dir = *dir_ + "/" + name;
+    return o;
+  }
+  static std::string* dir_;
+};
+std::string* TranslationTrainerTest::dir_ = nullptr;
+
+void expect_same_model(const std::string& a, const std::string& b) {
+  io::Checkpoint x = io::load_checkpoint(a), y = io::load_checkpoint(b);
+  ASSERT_EQ(x.tensors.size(), y.tensors.size());
+  for (const auto& [name, tensor] : x.tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    ASSERT_TRUE(y.tensors.count(name)) << name;
+    EXPECT_TRUE(torch::equal(tensor, y.tensors.at(name))) << name;
+  }
+}
+
+TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterruptedRun) {
+  TranslationTrainOptions full = options("full");
+  full.average_last = 2;
+  TranslationTrainSummary reference = run_translation_training(full);
+  ASSERT_EQ(reference.epochs.size(), 2u);
+
+  TranslationTrainOptions stopped = options("stopped");
+  stopped.average_last = 2;
+  stopped.after_step = [](int64_t update) {
+    if (update == 3) set_interrupt_for_testing(SIGTERM);
+  };
+  EXPECT_THROW(run_translation_training(stopped), Interrupted);
+  set_interrupt_for_testing(0);
+  ASSERT_TRUE(fs::exists(stopped.model_dir + "/last.cabert"));
+  EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").metadata().at("resume_batch"), "3");
+
+  stopped.after_step = nullptr;
+  stopped.resume = true;
+  run_translation_training(stopped);
+  expect_same_model(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
+  expect_same_model(full.model_dir + "/averaged.cabert", stopped.model_dir + "/averaged.cabert");
+  // One EPOCH record per epoch, as in the uninterrupted run.
+  auto records = testing::read_records<pb::TaskMetrics>(stopped.model_dir + "/metrics.cabert", "cabert.pb.TaskMetrics");
+  int epochs = 0;
+  for (const auto& record : records) epochs += record.kind() == pb::TaskMetrics::EPOCH;
+  EXPECT_EQ(epochs, 2);
+}
+
+TEST_F(TranslationTrainerTest, AveragedCheckpointIsTheMeanOfTheLastEpochs) {
+  TranslationTrainOptions o = options("average");
+  o.epochs = 3;
+  o.average_last = 2;
+  run_translation_training(o);
+  EXPECT_FALSE(fs::exists(o.model_dir + "/epoch-1.cabert"));  // only the last 2 are kept
+  io::Checkpoint a = io::load_checkpoint(o.model_dir + "/epoch-2.cabert");
+  io::Checkpoint b = io::load_checkpoint(o.model_dir + "/epoch-3.cabert");
+  io::Checkpoint mean = io::load_checkpoint(o.model_dir + "/averaged.cabert");
+  for (const auto& [name, tensor] : mean.tensors) {
+    if (!tensor.is_floating_point()) continue;
+    torch::Tensor expected = (a.tensors.at(name).to(torch::kDouble) + b.tensors.at(name).to(torch::kDouble)) / 2;
+    EXPECT_TRUE(torch::allclose(tensor.to(torch::kDouble), expected, 1e-6, 1e-7)) << name;
+  }
+}
+
+TEST_F(TranslationTrainerTest, RefusesAnEncoderPresetAndABadSchedule) {
+  TranslationTrainOptions o = options("refused");
+  o.preset = "bert-tiny-none";
+  EXPECT_THROW(run_translation_training(o), UsageError);
+  o = options("refused");
+  o.schedule = "cosine";
+  EXPECT_THROW(run_translation_training(o), UsageError);
+}
+
+}  // namespace
+}  // namespace cabert::train
