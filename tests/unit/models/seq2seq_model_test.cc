@@ -133,6 +133,27 @@ TEST(Seq2SeqPresets, IwsltLightConvHasTheHandCountedParameters) {
   EXPECT_EQ(count_parameters(*model), expected);
 }
 
+// Tay et al.'s "convolutions + one attention layer": one more encoder layer, plain softmax attention, padding
+// still masked.
+TEST(Seq2SeqPresets, TopAttentionLayerAddsOneMaskedAttentionLayer) {
+  torch::manual_seed(3);
+  Seq2SeqModel plain(config::load_model_config("tay-dilatedconv-tiny", {"vocab_size=40"}));
+  Seq2SeqModel top(config::load_model_config("tay-dilatedconv-tiny",
+                                             {"vocab_size=40", "seq2seq.encoder_top_attention=true"}));
+  ASSERT_TRUE(top->encoder_top_attention);
+  EXPECT_EQ(count_parameters(*top) - count_parameters(*plain), count_parameters(*top->encoder_top_attention));
+  const int64_t d = 32, I = 64;  // Q, K, V, output projections + 2 LayerNorms + FFN
+  EXPECT_EQ(count_parameters(*top->encoder_top_attention), 4 * (d * d + d) + 4 * d + (2 * d * I + I + d));
+  top->to(torch::kDouble);
+  top->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor source = torch::randint(5, 40, {1, 5}, torch::kLong);
+  torch::Tensor padded = torch::cat({source, torch::zeros({1, 3}, torch::kLong)}, 1);
+  torch::Tensor memory = top->encode(source, source.ne(0));
+  torch::Tensor memory_padded = top->encode(padded, padded.ne(0)).narrow(1, 0, 5);
+  EXPECT_TRUE(torch::allclose(memory, memory_padded, 1e-10, 1e-12));
+}
+
 TEST(Seq2SeqPresets, EncoderDecoderPresetsAreListedAndBuild) {
   for (const std::string& name : config::preset_names()) {
     pb::ModelConfig c = config::preset_config(name);
