@@ -221,7 +221,8 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
         const std::vector<std::string> cells = {
             options.model, record.kernels(), std::to_string(record.batch()), std::to_string(length),
             models::human_parameters(record.parameters()), fixed(tr.median_ms()),
-            fixed(record.train_tokens_per_second(), 0), fixed(static_cast<double>(tr.peak_extra_bytes()) / (1 << 20), 1),
+            fixed(record.train_tokens_per_second(), 0),
+            fixed(static_cast<double>(tr.peak_extra_bytes()) / (1 << 20), 1),
             fixed(gen.median_ms()), fixed(record.inference_tokens_per_second(), 0),
             fixed(record.generation_step_ms_first(), 3), fixed(record.generation_step_ms_last(), 3),
             fixed(static_cast<double>(gen.peak_extra_bytes()) / (1 << 20), 1)};
@@ -304,9 +305,10 @@ void add_bench(CLI::App& app) {
                                     "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
                                     "convbert-attention, depthwise, attention")
                        ->delimiter(',');
-  CLI::Option* model = sub->add_option("--model", options->model,
-                                       "Model preset or config file: time MLM training steps and inference instead (encoder-decoders: "
-                                       "training steps and incremental generation versus --seq; at most 3 repeats)");
+  CLI::Option* model = sub->add_option(
+      "--model", options->model,
+      "Model preset or config file: time MLM training steps and inference instead (encoder-decoders: training "
+      "steps and incremental generation versus --seq; at most 3 repeats)");
   op->excludes(model);
   sub->add_option("--set", options->sets, "Model config override a.b=value (with --model; repeatable)");
   sub->add_option("--seq", options->seqs, "Sequence lengths, comma separated")->delimiter(',')->capture_default_str();

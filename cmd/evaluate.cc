@@ -66,7 +66,8 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   }
   std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
   if (!fs::exists(tokenizer_path)) {
-    throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
+    throw UsageError(
+        str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
   }
   text::Tokenizer tokenizer(tokenizer_path);
   eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
@@ -87,7 +88,9 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   std::printf("| task | data | sentences | BLEU | chrF | details |\n|---|---|---:|---:|---:|---|\n");
   for (const auto& path : command.data) {
     tasks::ParallelData pairs = tasks::read_translation_split(path, command.split, files);
-    if (pairs.pairs.empty()) throw DataError(str(pairs.source_path, ": expected sentence pairs to translate, got none"));
+    if (pairs.pairs.empty()) {
+      throw DataError(str(pairs.source_path, ": expected sentence pairs to translate, got none"));
+    }
     std::vector<data::Seq2SeqExample> examples = tasks::encode_pairs(
         pairs, tokenizer, limit("max_source_tokens"), limit("max_target_tokens"));
     std::vector<std::string> references;

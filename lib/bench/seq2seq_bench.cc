@@ -96,8 +96,9 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   record.set_generation_step_ms_last(last);
   *record.mutable_environment() = bench_environment();
   record.set_note(str("training step: source and target of ", L, " tokens (train tok/s counts both), label-smoothed "
-                      "CE + backward + AdamW; generation: ", L, " tokens decoded incrementally (greedy, no EOS) from a ",
-                      short_source.size(1), "-token source; step ms first/last: mean over the first/last tenth"));
+                      "CE + backward + AdamW; generation: ", L, " tokens decoded incrementally (greedy, no EOS) ",
+                      "from a ", short_source.size(1), "-token source; step ms first/last: mean over the first/last ",
+                      "tenth"));
   return record;
 }
 

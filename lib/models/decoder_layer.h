@@ -3,7 +3,8 @@
 //   h = LN(x + Drop(Out(Mix(x))))                    Mix: a causal mixer (conv block or causal attention)
 //   c = LN(h + Drop(CrossOut(CrossAttn(h, memory))))  encoder-decoder attention over the source
 //   y = LN(c + Drop(FFN(c)))
-// (Tay et al.'s blocks, normalize_mixer_output: h = x + LN(Drop(Out(Mix(x))))), and the same one position at a time for generation, with the mixer's state and the cached source.
+// (Tay et al.'s blocks, normalize_mixer_output: h = x + LN(Drop(Out(Mix(x))))), and the same one position at a
+// time for generation, with the mixer's state and the cached source.
 #pragma once
 
 #include <torch/torch.h>

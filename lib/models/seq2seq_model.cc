@@ -123,7 +123,9 @@ DecoderState Seq2SeqModelImpl::start_decoding(const torch::Tensor& memory, const
   DecoderState state;
   state.memory_mask = memory_mask;
   state.layers.resize(decoder->size());
-  for (size_t i = 0; i < decoder->size(); ++i) decoder->ptr(i)->as<DecoderLayer>()->start_decoding(memory, state.layers[i]);
+  for (size_t i = 0; i < decoder->size(); ++i) {
+    decoder->ptr(i)->as<DecoderLayer>()->start_decoding(memory, state.layers[i]);
+  }
   return state;
 }
 

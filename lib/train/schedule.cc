@@ -14,7 +14,8 @@ double linear_warmup_decay(double peak, int64_t update, int64_t warmup, int64_t 
 
 double inverse_sqrt(double peak, int64_t update, int64_t warmup) {
   if (warmup > 0 && update < warmup) return peak * static_cast<double>(update) / static_cast<double>(warmup);
-  return peak * std::sqrt(static_cast<double>(std::max<int64_t>(warmup, 1)) / static_cast<double>(std::max<int64_t>(update, 1)));
+  const double steady = static_cast<double>(std::max<int64_t>(warmup, 1));
+  return peak * std::sqrt(steady / static_cast<double>(std::max<int64_t>(update, 1)));
 }
 
 double clip_gradients(const std::vector<torch::Tensor>& parameters, double max_norm) {

@@ -117,7 +117,9 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
                      "(random initialisation, e.g. wu-lightconv-small)");
   }
   if (options.model_dir.empty()) throw UsageError("--model-dir is required");
-  if (options.data.empty()) throw UsageError("translation: --data DIR (SPLIT.LANG files) or --data PAIRS.tsv is required");
+  if (options.data.empty()) {
+    throw UsageError("translation: --data DIR (SPLIT.LANG files) or --data PAIRS.tsv is required");
+  }
   if (options.epochs < 1) throw UsageError(str("--epochs: expected at least 1, got ", options.epochs));
   if (options.schedule != "inverse-sqrt" && options.schedule != "linear") {
     throw UsageError(str("--schedule: expected inverse-sqrt or linear, got '", options.schedule, "'"));
@@ -211,7 +213,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     io::Checkpoint last = io::load_checkpoint(last_path);
     eval::check_tokenizer_matches(tokenizer, last.info, last_path);
     if (last.info.model().SerializeAsString() != config.SerializeAsString()) {
-      throw UsageError(str("--resume: ", last_path, " holds another model config; resume with the same --preset/--set"));
+      throw UsageError(
+          str("--resume: ", last_path, " holds another model config; resume with the same --preset/--set"));
     }
     io::restore_module(*model, last, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(last, "optimizer/"), last_path);

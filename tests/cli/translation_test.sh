@@ -7,7 +7,9 @@ cat "$slice/train.de" "$slice/train.en" |
   "$CABERT" -q tokenize train -i - --vocab-size 300 --sentinels 4 --model-prefix "$work/joint"
 
 # A TSV dev set made from the test split's first 20 pairs (the reader of pairs as one file).
-paste "$slice/test.de" "$slice/test.en" | head -n 20 > "$work/dev.tsv"
+# (No `paste | head`: under pipefail, paste dies of SIGPIPE when head stops reading first.)
+paste "$slice/test.de" "$slice/test.en" > "$work/test.tsv"
+head -n 20 "$work/test.tsv" > "$work/dev.tsv"
 "$CABERT" -q finetune --task translation --preset wu-lightconv-tiny --tokenizer "$work/joint.model" \
   --data "$slice" --dev "$work/dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --average-last 2 \
   --model-dir "$work/model" > "$work/finetune.out"
@@ -30,6 +32,12 @@ before=$(md5sum < "$work/model/best.cabert")
 grep -q "translation-de-en" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/evaluate.out")"
 grep -q "BLEU = " "$work/evaluate.out" || fail "evaluate printed no sacreBLEU line: $(cat "$work/evaluate.out")"
 "$CABERT" evaluate --summarize "$work/test.metrics" | grep -q "translation-de-en" || fail "--summarize lacks the task"
+
+# Training goes on from a checkpoint (--init): the same architecture, its weights as the start.
+"$CABERT" -q finetune --task translation --init "$work/model/best.cabert" --data "$slice" --dev "$work/dev.tsv" \
+  --epochs 1 --lr 1e-3 --max-tokens 1500 --model-dir "$work/continued" > /dev/null
+"$CABERT" inspect "$work/continued/best.cabert" | grep -q 'initialised_from" value: "[^"]*model/best.cabert' ||
+  fail "--init is not recorded as the starting point"
 
 # Bad parallel input: mismatched line counts name both files and counts; exit 3.
 mkdir -p "$work/short"
