@@ -45,6 +45,17 @@ std::string fixed(double value, int digits = 2) {
   return buffer;
 }
 
+std::string mebibytes(int64_t bytes) { return fixed(static_cast<double>(bytes) / (1 << 20), 1); }
+
+// One table row of the --model benches: a markdown row ("md") or tab-separated cells ("tsv").
+void print_row(const std::vector<std::string>& cells, const std::string& format) {
+  for (size_t i = 0; i < cells.size(); ++i) {
+    std::cout << (format == "md" ? (i ? " | " : "| ") : (i ? "\t" : "")) << cells[i];
+  }
+  std::cout << (format == "md" ? " |\n" : "\n");
+  std::cout.flush();
+}
+
 // One record as one line of JSON (proto field names), flushed: `--format json` output is JSON lines.
 void print_json(const pb::BenchRecord& record) {
   std::string json;
@@ -87,7 +98,7 @@ class TablePrinter {
         r.op(), r.kernels(), r.backward() ? "fwd+bwd" : "fwd", std::to_string(r.batch()), std::to_string(r.seq()),
         std::to_string(r.channels()), std::to_string(r.heads()), std::to_string(r.kernel()), fixed(t.median_ms()),
         fixed(t.q1_ms()) + "-" + fixed(t.q3_ms()), fixed(t.min_ms()) + "-" + fixed(t.max_ms()),
-        fixed(static_cast<double>(t.peak_extra_bytes()) / (1 << 20), 1),
+        mebibytes(t.peak_extra_bytes()),
         r.speedup_vs_reference() > 0 ? fixed(r.speedup_vs_reference(), 1) + "x" : "-"};
     if (format_ == "md") {
       std::cout << '|';
@@ -222,15 +233,11 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
             options.model, record.kernels(), std::to_string(record.batch()), std::to_string(length),
             models::human_parameters(record.parameters()), fixed(tr.median_ms()),
             fixed(record.train_tokens_per_second(), 0),
-            fixed(static_cast<double>(tr.peak_extra_bytes()) / (1 << 20), 1),
+            mebibytes(tr.peak_extra_bytes()),
             fixed(gen.median_ms()), fixed(record.inference_tokens_per_second(), 0),
             fixed(record.generation_step_ms_first(), 3), fixed(record.generation_step_ms_last(), 3),
-            fixed(static_cast<double>(gen.peak_extra_bytes()) / (1 << 20), 1)};
-        for (size_t i = 0; i < cells.size(); ++i) {
-          std::cout << (options.format == "md" ? (i ? " | " : "| ") : (i ? "\t" : "")) << cells[i];
-        }
-        std::cout << (options.format == "md" ? " |\n" : "\n");
-        std::cout.flush();
+            mebibytes(gen.peak_extra_bytes())};
+        print_row(cells, options.format);
       }
       if (writer) writer->write(record);
     }
@@ -280,15 +287,11 @@ void run_model_bench(const BenchOptions& options) {
             models::human_parameters(record.parameters()), fixed(record.flops_per_token() / 1e9, 4),
             fixed(tr.median_ms()) + " (" + fixed(tr.q1_ms()) + "-" + fixed(tr.q3_ms()) + ")",
             fixed(record.train_tokens_per_second(), 0),
-            fixed(static_cast<double>(tr.peak_extra_bytes()) / (1 << 20), 1), fixed(in.median_ms()),
+            mebibytes(tr.peak_extra_bytes()), fixed(in.median_ms()),
             fixed(record.inference_tokens_per_second(), 0),
-            fixed(static_cast<double>(in.peak_extra_bytes()) / (1 << 20), 1),
+            mebibytes(in.peak_extra_bytes()),
             record.speedup_vs_reference() > 0 ? fixed(record.speedup_vs_reference(), 2) + "x" : "-"};
-        for (size_t i = 0; i < cells.size(); ++i) {
-          std::cout << (options.format == "md" ? (i ? " | " : "| ") : (i ? "\t" : "")) << cells[i];
-        }
-        std::cout << (options.format == "md" ? " |\n" : "\n");
-        std::cout.flush();
+        print_row(cells, options.format);
       }
       if (writer) writer->write(record);
     }

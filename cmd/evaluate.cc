@@ -46,6 +46,15 @@ struct EvaluateCommand {
   uint64_t max_examples = 0;
 };
 
+// The row name in metrics records: --name, else the model directory's name, as `finetune` records it (run-<k>/
+// of --runs N belongs to its parent).
+std::string record_model_name(const EvaluateCommand& command) {
+  if (!command.name.empty()) return command.name;
+  fs::path directory = fs::absolute(command.model).lexically_normal().parent_path();
+  if (directory.filename().string().rfind("run-", 0) == 0) directory = directory.parent_path();
+  return directory.filename().string();
+}
+
 // An encoder-decoder checkpoint: translate the split, write the hypotheses (--predictions, one line per source
 // line), print and record BLEU and chrF.
 void run_translation_evaluate(const EvaluateCommand& command, torch::Device device) {
@@ -78,9 +87,7 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   eval::TranslateOptions translate = command.translate;
   translate.device = device;
   std::unique_ptr<io::RecordWriter> writer;
-  const std::string model_name = command.name.empty()
-                                     ? fs::absolute(command.model).lexically_normal().parent_path().filename().string()
-                                     : command.name;
+  const std::string model_name = record_model_name(command);
   if (!command.output.empty()) {
     writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",
                                                 std::map<std::string, std::string>{{"model", model_name}});
@@ -260,13 +267,8 @@ void run_evaluate(const EvaluateCommand& command) {
   if (command.null_threshold_given) predict.squad.null_threshold = command.null_threshold;
   predict.device = device;
 
-  std::string model_name = command.name;
-  if (model_name.empty()) {
-    // The model directory's name, as `finetune` records it (run-<k>/ of --runs N belongs to its parent).
-    fs::path directory = fs::absolute(command.model).lexically_normal().parent_path();
-    if (directory.filename().string().rfind("run-", 0) == 0) directory = directory.parent_path();
-    model_name = directory.filename().string();
-  }
+  const std::string model_name = record_model_name(command);
+
   std::unique_ptr<io::RecordWriter> writer;
   if (!command.output.empty()) {
     writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",

@@ -41,6 +41,22 @@ struct PathRun {
 
 }  // namespace
 
+pb::BenchRecord model_record(const std::string& kind, const std::string& model_name, const pb::ModelConfig& config,
+                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters) {
+  pb::BenchRecord record;
+  record.set_kind(kind);
+  record.set_model(model_name);
+  record.set_kernels(ops::kernel_path_name(path));
+  record.set_backward(true);
+  record.set_batch(batch);
+  record.set_seq(seq);
+  record.set_channels(config.hidden_size());
+  record.set_heads(config.num_heads());
+  record.set_dtype("float");
+  record.set_parameters(parameters);
+  return record;
+}
+
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   if (c.seq > c.model.max_length()) {
     throw UsageError(str("--seq ", c.seq, " exceeds max_length ", c.model.max_length(), " of ", c.model_name,
@@ -105,17 +121,8 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   std::vector<pb::BenchRecord> records;
   double reference_train_ms = 0;
   for (PathRun& run : runs) {
-    pb::BenchRecord record;
-    record.set_kind("model");
-    record.set_model(c.model_name);
-    record.set_kernels(ops::kernel_path_name(run.path));
-    record.set_backward(true);
-    record.set_batch(B);
-    record.set_seq(T);
-    record.set_channels(c.model.hidden_size());
-    record.set_heads(c.model.num_heads());
-    record.set_dtype("float");
-    record.set_parameters(models::count_parameters(*run.model));
+    pb::BenchRecord record =
+        model_record("model", c.model_name, c.model, run.path, B, T, models::count_parameters(*run.model));
     record.set_flops_per_token(analytic_flops_per_token(run.model, c.model, T));
     *record.mutable_train_timing() =
         make_timing(run.train_ms, c.warmup, run.train_peak,

@@ -29,4 +29,8 @@ struct ModelBenchConfig {
 // reference when both ran. Throws UsageError when seq exceeds the model's max_length.
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& config);
 
+// The fields every whole-model record starts with (kind "model" or "seq2seq"; float, training with backward).
+pb::BenchRecord model_record(const std::string& kind, const std::string& model_name, const pb::ModelConfig& config,
+                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters);
+
 }  // namespace cabert::bench

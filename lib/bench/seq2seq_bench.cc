@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 
+#include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
 #include "lib/core/errors.h"
 #include "lib/generate/seq2seq_generator.h"
@@ -73,17 +74,8 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   }
   const int64_t generation_peak = peak_extra_bytes_of(generate);
 
-  pb::BenchRecord record;
-  record.set_kind("seq2seq");
-  record.set_model(c.model_name);
-  record.set_kernels(ops::kernel_path_name(c.path));
-  record.set_backward(true);
-  record.set_batch(B);
-  record.set_seq(L);
-  record.set_channels(c.model.hidden_size());
-  record.set_heads(c.model.num_heads());
-  record.set_dtype("float");
-  record.set_parameters(models::count_parameters(*model));
+  pb::BenchRecord record =
+      model_record("seq2seq", c.model_name, c.model, c.path, B, L, models::count_parameters(*model));
   *record.mutable_train_timing() =
       make_timing(train_ms, c.warmup, train_peak,
                   "peak CPU tensor bytes above the model, optimizer state and batch during one extra step");
