@@ -15,6 +15,7 @@
 #include "lib/eval/predict_split.h"
 #include "lib/eval/summary.h"
 #include "lib/eval/task_model_loader.h"
+#include "lib/eval/text_to_text.h"
 #include "lib/eval/translation.h"
 #include "lib/io/checkpoint_file.h"
 #include "lib/io/record_file.h"
@@ -217,11 +218,24 @@ void run_evaluate(const EvaluateCommand& command) {
   if (command.model.empty()) throw UsageError("--model CKPT is required (or --summarize METRICS...)");
   if (command.data.empty()) throw UsageError("--data FILE is required");
   torch::Device device(apply_compute_flags(command.compute));
-  if (io::read_checkpoint_info(command.model).model().has_seq2seq()) {
+  const pb::CheckpointInfo checkpoint_info = io::read_checkpoint_info(command.model);
+  const bool text_to_text = eval::is_text_to_text(checkpoint_info);
+  if (checkpoint_info.model().has_seq2seq() && !text_to_text) {
     run_translation_evaluate(command, device);
     return;
   }
-  eval::LoadedTaskModel loaded = eval::load_task_model(command.model, device);
+  // An encoder with a task head, or an encoder-decoder fine-tuned text-to-text.
+  eval::LoadedTaskModel loaded;
+  eval::LoadedTextToTextModel loaded_text;
+  if (text_to_text) {
+    loaded_text = eval::load_text_to_text_model(command.model, device);
+    loaded.definition = loaded_text.definition;
+    loaded.source = loaded_text.source;
+    loaded.info = loaded_text.info;
+    loaded.max_length = loaded_text.max_length;
+  } else {
+    loaded = eval::load_task_model(command.model, device);
+  }
   tasks::TaskDefinition definition = loaded.definition;
   if (!command.task.empty()) {
     tasks::TaskDefinition requested;
@@ -278,7 +292,10 @@ void run_evaluate(const EvaluateCommand& command) {
   for (const auto& path : files) {
     tasks::TaskSplit split = tasks::read_task_file(definition, path, source);
     if (split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
-    eval::SplitPredictions predictions = eval::predict_split(loaded.model, definition, split, tokenizer, predict);
+    eval::SplitPredictions predictions =
+        text_to_text ? eval::predict_text_to_text(loaded_text.model, definition, loaded_text.verbalizer, split, tokenizer,
+                                                  predict)
+                     : eval::predict_split(loaded.model, definition, split, tokenizer, predict);
     if (!command.predictions.empty()) {
       std::string target = predictions_path(command.predictions, split.metrics_task,
                                             definition.kind == tasks::TaskKind::kSpan, files.size());

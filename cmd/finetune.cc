@@ -1,6 +1,8 @@
 // cabert finetune: fine-tune an encoder on a GLUE task, SQuAD v1.1/v2.0 or a generic classification /
-// regression set (see lib/train/finetune.h for the protocol and the files written), or train an
-// encoder-decoder on parallel text with --task translation (lib/train/translation_trainer.h).
+// regression set, or an encoder-decoder on a classification task as text-to-text (see lib/train/finetune.h
+// for the protocol and the files written), or train an encoder-decoder on parallel text with --task
+// translation (lib/train/translation_trainer.h).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <memory>
@@ -106,7 +108,9 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--tokenizer", o.tokenizer, "SentencePiece model (default: the checkpoint's; needed with --preset)");
   sub->add_option("--task", s.task,
                   "CoLA, SST-2, MRPC, STS-B, QQP, MNLI, QNLI, RTE, WNLI, squad1.1, squad2.0, translation (an "
-                  "encoder-decoder preset on parallel text), or any name for a generic CSV/TSV/JSONL task")
+                  "encoder-decoder preset on parallel text), or any name for a generic CSV/TSV/JSONL task "
+                  "(text-to-text: an input column and a target-text column, for encoder-decoders). An "
+                  "encoder-decoder learns every classification task as text-to-text")
       ->required();
   sub->add_option("--data", s.data,
                   "Task directory (GLUE: train.tsv + dev.tsv; MNLI: dev_matched + dev_mismatched) or files: train "
@@ -148,6 +152,9 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--format", command->format, "Generic tasks: csv, tsv or jsonl (default: by file extension)");
   sub->add_flag("--no-header", command->no_header, "Generic CSV/TSV: no header row; columns are 0-based indices");
   sub->add_flag("--skip-bad-rows", s.skip_bad_rows, "Skip malformed rows (counted) instead of stopping");
+  sub->add_option("--label-text", o.label_texts,
+                  "Encoder-decoders (text-to-text): the target text of a label, LABEL=TEXT (repeatable; defaults: "
+                  "T5's, e.g. SST-2 0=negative 1=positive; generic tasks: the label itself)");
   auto& t = command->translation;
   sub->add_option("--source-lang", t.files.source_lang, "Translation: source language suffix of SPLIT.LANG files")
       ->capture_default_str();
@@ -161,7 +168,8 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--schedule", t.schedule, "Translation: inverse-sqrt or linear (decay to 0)")->capture_default_str();
   sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, 10% of updates))")
       ->capture_default_str();
-  sub->add_option("--label-smoothing", t.label_smoothing, "Translation: epsilon (default: the config's, 0.1)");
+  sub->add_option("--label-smoothing", t.label_smoothing,
+                  "Encoder-decoders: epsilon (translation: default the config's, 0.1; text-to-text: default 0)");
   sub->add_option("--average-last", t.average_last, "Translation: average the last N epochs' parameters")
       ->capture_default_str();
   sub->add_option("--dev-beam", t.dev_beam, "Translation: beam for the dev BLEU of every epoch (1 = greedy)")
@@ -185,6 +193,7 @@ void add_finetune(CLI::App& app) {
       run_translation(*command, *sub);
       return;
     }
+    options.label_smoothing = std::max(0.0, command->translation.label_smoothing);
     train::FinetuneSummary summary = train::run_finetune(options, source);
     print_summary(summary, options.runs);
   });

@@ -1,4 +1,5 @@
-// cabert pretrain: pre-train an encoder with MLM or ELECTRA replaced-token detection (lib/train/pretrainer.h).
+// cabert pretrain: pre-train an encoder with MLM or ELECTRA replaced-token detection, or an encoder-decoder with
+// T5 span corruption (lib/train/pretrainer.h).
 #include <filesystem>
 #include <iostream>
 
@@ -78,13 +79,19 @@ void run(PretrainFlags& flags) {
 void add_pretrain(CLI::App& app) {
   auto flags = std::make_shared<PretrainFlags>();
   auto& o = flags->options;
-  CLI::App* sub = app.add_subcommand("pretrain", "Pre-train an encoder (MLM or ELECTRA replaced-token detection)");
+  CLI::App* sub = app.add_subcommand("pretrain", "Pre-train an encoder (MLM or ELECTRA replaced-token detection) or an encoder-decoder (span corruption)");
   sub->add_option("--preset", flags->preset, "Model preset (--list-presets) or a .textproto ModelConfig")
       ->capture_default_str();
   sub->add_option("--set", flags->sets, "Override a config field: a.b=value (repeatable)");
   sub->add_option("--corpus", o.corpus, "Pre-training shards from `cabert build-corpus` (files or directories)");
   sub->add_option("--model-dir", o.model_dir, "Directory for checkpoints and metrics.cabert");
-  sub->add_option("--objective", flags->objective, "mlm or electra")->capture_default_str();
+  sub->add_option("--objective", flags->objective,
+                  "mlm or electra (encoders), span-corruption (encoder-decoders: tay-*, wu-*, transformer-*)")
+      ->capture_default_str();
+  sub->add_option("--noise-density", o.noise_density, "Span corruption: fraction of tokens noised")
+      ->capture_default_str();
+  sub->add_option("--mean-noise-span-length", o.mean_noise_span_length, "Span corruption: mean noise span length")
+      ->capture_default_str();
   sub->add_option("--steps", o.steps, "Optimizer updates in total")->capture_default_str();
   sub->add_option("--batch-size", o.batch_size, "Examples per micro-batch")->capture_default_str();
   sub->add_option("--accumulate", o.accumulate, "Micro-batches per update")->capture_default_str();

@@ -73,4 +73,34 @@ std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqE
   return batches;
 }
 
+CorruptedRows corrupt_rows(const torch::Tensor& ids_in, const torch::Tensor& mask_in,
+                           const SpanCorruptionOptions& options, std::mt19937_64& rng, int64_t eos) {
+  constexpr int64_t kUnk = 1;
+  check_options(options);
+  torch::Tensor ids = ids_in.to(torch::kCPU, torch::kInt64).contiguous();
+  torch::Tensor mask = mask_in.to(torch::kCPU, torch::kBool).contiguous();
+  auto id_rows = ids.accessor<int64_t, 2>();
+  auto mask_rows = mask.accessor<bool, 2>();
+  const int64_t first_regular = static_cast<int64_t>(options.first_sentinel_id) + options.num_sentinels;
+  CorruptedRows out;
+  for (int64_t r = 0; r < ids.size(0); ++r) {
+    std::vector<int32_t> tokens;
+    for (int64_t t = 0; t < ids.size(1); ++t) {
+      const int64_t id = id_rows[r][t];
+      if (mask_rows[r][t] && (id == kUnk || id >= first_regular)) tokens.push_back(static_cast<int32_t>(id));
+    }
+    if (tokens.size() < 2) continue;  // nothing to corrupt
+    SpanCorruptionExample corrupted = corrupt_spans(tokens, options, rng);
+    out.noise_tokens += corrupted.noise_tokens;
+    out.chunk_tokens += static_cast<int64_t>(tokens.size());
+    Seq2SeqExample example;
+    example.source = std::move(corrupted.input);
+    example.source.push_back(static_cast<int32_t>(eos));
+    example.target = std::move(corrupted.target);
+    out.examples.push_back(std::move(example));
+    out.chunks.push_back(std::move(tokens));
+  }
+  return out;
+}
+
 }  // namespace cabert::data

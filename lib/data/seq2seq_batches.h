@@ -7,7 +7,10 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <random>
 #include <vector>
+
+#include "lib/data/span_corruption.h"
 
 namespace cabert::data {
 
@@ -34,5 +37,16 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, con
 // example over the budget still gets a batch of its own). Every index appears exactly once.
 std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples,
                                                       int64_t max_tokens, int64_t max_rows);
+
+// Span corruption of a pre-training batch (ids/mask [B, T] as data::make_batch pads them): each row's regular
+// tokens (ids >= options.first_sentinel_id + options.num_sentinels, and [UNK]) form one chunk; rows with fewer
+// than 2 are skipped. Example r: source = the corrupted chunk + EOS, target = the sentinel-delimited spans.
+struct CorruptedRows {
+  std::vector<Seq2SeqExample> examples;
+  std::vector<std::vector<int32_t>> chunks;  // the original tokens of each example
+  int64_t noise_tokens = 0, chunk_tokens = 0;
+};
+CorruptedRows corrupt_rows(const torch::Tensor& ids, const torch::Tensor& mask, const SpanCorruptionOptions& options,
+                           std::mt19937_64& rng, int64_t eos = 3);
 
 }  // namespace cabert::data

@@ -24,6 +24,9 @@
 #include "lib/train/losses.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
+#include "lib/eval/text_to_text.h"
+#include "lib/train/finetune_learner.h"
+#include "lib/train/text_to_text_learner.h"
 
 namespace fs = std::filesystem;
 
@@ -163,6 +166,47 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
   return text;
 }
 
+// An encoder with a task head (classification, regression, SQuAD spans): Chang et al.'s protocol.
+class EncoderLearner : public FinetuneLearner {
+ public:
+  EncoderLearner(const pb::ModelConfig& config, const io::Checkpoint* init, const tasks::LoadedTask& task,
+                 const text::Tokenizer& tokenizer, const eval::PredictOptions& predict, uint64_t max_train_examples)
+      : config_(config), init_(init), definition_(task.definition), tokenizer_(tokenizer), predict_(predict) {
+    train_ = training_set(task, tokenizer, predict.max_length, predict.squad, max_train_examples);
+  }
+  size_t examples() const override { return train_.sequences.size(); }
+  torch::nn::Module& start_run() override {
+    const int64_t labels =
+        definition_.kind == TaskKind::kClassification ? static_cast<int64_t>(definition_.labels.size()) : 1;
+    model_ = models::TaskModel(config_, definition_.kind, labels);
+    if (init_ != nullptr) {
+      size_t copied = io::restore_module(*model_, *init_, "model/encoder.", "encoder.");
+      log_debug("finetune: ", copied, " encoder tensors from ", init_->path);
+    }
+    model_->to(predict_.device);
+    model_->train();
+    return *model_;
+  }
+  torch::Tensor loss(const std::vector<size_t>& order, size_t begin, size_t end) override {
+    TrainingBatch batch = make_batch(train_, definition_.kind, order, begin, end);
+    const torch::Device device = predict_.device;
+    torch::Tensor output = model_->forward(batch.ids.to(device), batch.segments.to(device), batch.mask.to(device));
+    return task_loss(definition_.kind, output, batch.targets.to(device));
+  }
+  eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
+    return eval::predict_split(model_, definition_, split, tokenizer_, predict_);
+  }
+
+ private:
+  pb::ModelConfig config_;
+  const io::Checkpoint* init_;
+  tasks::TaskDefinition definition_;
+  const text::Tokenizer& tokenizer_;
+  eval::PredictOptions predict_;
+  TrainingSet train_;
+  models::TaskModel model_{nullptr};
+};
+
 }  // namespace
 
 FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
@@ -219,12 +263,45 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   tasks::SquadOptions squad = options.squad;
   squad.max_length = max_length;
 
-  TrainingSet train = training_set(task, tokenizer, max_length, squad, options.max_train_examples);
-  size_t examples = train.sequences.size();
+  eval::PredictOptions predict;
+  predict.max_length = max_length;
+  predict.batch_size = options.eval_batch_size;
+  predict.squad = squad;
+  predict.device = device;
+  // An encoder-decoder learns every classification task as text-to-text (Tay et al.).
+  std::unique_ptr<FinetuneLearner> learner;
+  tasks::Verbalizer verbalizer;
+  const io::Checkpoint* start = options.preset.empty() ? &init : nullptr;
+  if (config.has_seq2seq()) {
+    if (!init.info.kind().empty() && init.info.kind() == "finetune" && !eval::is_text_to_text(init.info)) {
+      throw UsageError(str(init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
+                           "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
+    }
+    verbalizer = tasks::make_verbalizer(definition, options.label_texts);
+    TextToTextSetup setup;
+    setup.config = config;
+    setup.init = start;
+    setup.definition = definition;
+    setup.verbalizer = verbalizer;
+    setup.train = &task.train.data;
+    setup.tokenizer = &tokenizer;
+    setup.predict = predict;
+    setup.label_smoothing = options.label_smoothing;
+    setup.max_train_examples = options.max_train_examples;
+    learner = make_text_to_text_learner(setup);
+  } else {
+    if (definition.name == "text-to-text") {
+      throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
+                           "span-corruption checkpoint); '", config.name(), "' is an encoder"));
+    }
+    learner = std::make_unique<EncoderLearner>(config, start, task, tokenizer, predict, options.max_train_examples);
+  }
+  size_t examples = learner->examples();
   int64_t steps_per_epoch = static_cast<int64_t>((examples + batch_size - 1) / batch_size);
   int64_t total_steps = steps_per_epoch * epochs;
   int64_t warmup = static_cast<int64_t>(std::llround(options.warmup_ratio * total_steps));
-  log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind), "), ", examples,
+  log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind),
+           config.has_seq2seq() ? ", text-to-text" : "", "), ", examples,
            definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
            task.dev.front().size(), "; lr ", lr, ", batch ", batch_size, ", epochs ", epochs, ", warm-up ", warmup,
            " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
@@ -239,12 +316,6 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   std::string name = model_name(options);
   std::vector<double> run_scores;
   std::vector<std::string> run_checkpoints;
-  int64_t labels = definition.kind == TaskKind::kClassification ? definition.labels.size() : 1;
-  eval::PredictOptions predict;
-  predict.max_length = max_length;
-  predict.batch_size = options.eval_batch_size;
-  predict.squad = squad;
-  predict.device = device;
   auto started = std::chrono::steady_clock::now();
 
   try {
@@ -252,18 +323,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       uint64_t seed = options.seed + run;
       torch::manual_seed(seed);
       std::mt19937_64 rng(seed);
-      models::TaskModel model(config, definition.kind, labels);
-      if (options.preset.empty()) {
-        size_t copied = io::restore_module(*model, init, "model/encoder.", "encoder.");
-        log_debug("finetune: ", copied, " encoder tensors from ", init.path);
-      }
-      model->to(device);
-      model->train();
+      torch::nn::Module& model = learner->start_run();
       AdamWOptions adam;
       adam.lr = lr;
       adam.weight_decay = options.weight_decay;
-      AdamW optimizer(*model, adam);
-      std::vector<torch::Tensor> parameters = model->parameters();
+      AdamW optimizer(model, adam);
+      std::vector<torch::Tensor> parameters = model.parameters();
 
       std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
       if (!run_dir.empty()) fs::create_directories(run_dir);
@@ -282,12 +347,9 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
         for (int64_t step = 0; step < steps_per_epoch; ++step) {
           throw_if_interrupted();
           size_t begin = step * batch_size, end = std::min(examples, begin + batch_size);
-          TrainingBatch batch = make_batch(train, definition.kind, order, begin, end);
           optimizer.set_lr(linear_warmup_decay(lr, ++update, warmup, total_steps));
           optimizer.zero_grad();
-          torch::Tensor output =
-              model->forward(batch.ids.to(device), batch.segments.to(device), batch.mask.to(device));
-          torch::Tensor loss = task_loss(definition.kind, output, batch.targets.to(device));
+          torch::Tensor loss = learner->loss(order, begin, end);
           loss.backward();
           clip_gradients(parameters, options.clip_norm);
           optimizer.step();
@@ -303,7 +365,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
         std::vector<pb::TaskMetrics> records;
         double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
         for (const auto& dev : task.dev) {
-          eval::SplitPredictions predictions = eval::predict_split(model, definition, dev, tokenizer, predict);
+          eval::SplitPredictions predictions = learner->evaluate(dev);
           pb::TaskMetrics record;
           record.set_kind(pb::TaskMetrics::EPOCH);
           record.set_model(name);
@@ -343,7 +405,8 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           (*info.mutable_metadata())["dev_score"] = std::to_string(best_score);
           (*info.mutable_metadata())["initialised_from"] =
               options.preset.empty() ? init.path : "random (" + options.preset + ")";
-          io::save_checkpoint(run_checkpoint, info, io::module_tensors(*model, "model/"));
+          learner->describe(&info);
+          io::save_checkpoint(run_checkpoint, info, io::module_tensors(model, "model/"));
           log_info("finetune: best so far, saved ", run_checkpoint);
         }
       }

@@ -1,6 +1,7 @@
 // Fine-tuning (Chang et al. 2021 protocol): AdamW with linear warm-up (10%) and decay, dev evaluation after
 // every epoch, the best epoch kept as the checkpoint (written atomically), and --runs N seeds reported as best
-// and mean +- standard error of the mean.
+// and mean +- standard error of the mean. An encoder gets a task head; an encoder-decoder (a seq2seq preset
+// or a span-corruption checkpoint) learns classification tasks as text-to-text (text_to_text_learner.h).
 //
 // Files in the model directory:
 //   best.cabert        fine-tuned checkpoint (kind "finetune") of the best epoch of the best run
@@ -48,6 +49,9 @@ struct FinetuneOptions {
   uint64_t max_train_examples = 0;  // 0 = all
   tasks::SquadOptions squad;
   std::string device = "cpu";
+  // Encoder-decoders (text-to-text): LABEL=TEXT verbaliser overrides, label smoothing of the target loss.
+  std::vector<std::string> label_texts;
+  double label_smoothing = 0;
 };
 
 struct FinetuneSummary {

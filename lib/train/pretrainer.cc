@@ -112,6 +112,7 @@ std::string format_values(const std::map<std::string, double>& values) {
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
   if (config.has_seq2seq()) return models::module_tree(*models::Seq2SeqModel(config), "model");
+  check_objective_fits(config, objective);
   if (objective == Objective::kMlm) return models::module_tree(*models::MlmModel(config), "model");
   return models::module_tree(*models::ElectraModel(config), "model");
 }
@@ -121,11 +122,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
   if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
-  if (options.model.has_seq2seq()) {
-    throw UsageError(str("pretrain: '", options.model.name(), "' is an encoder-decoder; MLM and ELECTRA pre-train "
-                         "encoders. Train it with `cabert finetune --task translation --preset ", options.model.name(),
-                         "` (span-corruption pre-training of encoder-decoders is not available yet)"));
-  }
+  check_objective_fits(options.model, options.objective);
   torch::Device device = ops::parse_device(options.device);
   if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
   fs::create_directories(options.model_dir);
@@ -169,6 +166,13 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   std::mt19937_64 rng(options.seed);
   Objectives objectives(config, options.objective, device);
   objectives.set_first_regular_id(first_regular_id);
+  if (options.objective == Objective::kSpanCorruption) {
+    if (first_regular_id - 5 < 2) {
+      throw UsageError(str("span corruption needs the tokenizer's sentinels <extra_id_k>; the corpus tokenizer has ",
+                           first_regular_id - 5, " (train one with `cabert tokenize --sentinels N`)"));
+    }
+    objectives.set_span_corruption(options.noise_density, options.mean_noise_span_length);
+  }
   torch::nn::Module& module = objectives.module();
   AdamWOptions adam;
   adam.lr = options.lr > 0 ? options.lr : default_lr(config, options.objective);
@@ -202,7 +206,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     info.set_std_rng_state(rng_state(rng));
     for (const auto& c : options.corpus) info.add_corpus(c);
     auto& meta = *info.mutable_metadata();
-    meta["objective"] = options.objective == Objective::kMlm ? "mlm" : "electra";
+    meta["objective"] = objective_name(options.objective);
+    if (options.objective == Objective::kSpanCorruption) {
+      meta["noise_density"] = str(options.noise_density);
+      meta["mean_noise_span_length"] = str(options.mean_noise_span_length);
+    }
     meta["total_steps"] = std::to_string(options.steps);
     meta["batch_size"] = std::to_string(options.batch_size * options.accumulate);
     meta["peak_lr"] = str(peak_lr);
@@ -225,7 +233,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     return result;
   }
   log_info("pretrain: ", config.name(), " (", models::human_parameters(models::count_parameters(module)),
-           " parameters), objective ", options.objective == Objective::kMlm ? "mlm" : "electra", ", steps ",
+           " parameters), objective ", objective_name(options.objective), ", steps ",
            options.steps, ", batch ", options.batch_size, " x ", options.accumulate, ", peak lr ", peak_lr,
            ", warm-up ", warmup, " on ", options.device);
   std::vector<torch::Tensor> parameters = module.parameters(true);

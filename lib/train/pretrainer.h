@@ -1,4 +1,5 @@
-// The pre-training loop of `cabert pretrain`: MLM (BERT) or ELECTRA replaced-token detection, AdamW with
+// The pre-training loop of `cabert pretrain`: MLM (BERT) or ELECTRA replaced-token detection of encoders, T5
+// span corruption of encoder-decoders (Tay et al.), AdamW with
 // warm-up + linear decay, clipping, accumulation, held-out evaluation, metrics records, atomic
 // checkpoints (keep the last K), exact resume, graceful stop on SIGINT/SIGTERM.
 #pragma once
@@ -37,6 +38,8 @@ struct PretrainOptions {
   uint64_t seed = 42;
   bool quiet_progress = false;
   int64_t first_regular_id = 5;       // ids below are special: 5 + the tokenizer's sentinel count
+  double noise_density = 0.15;        // span corruption (T5 / Tay et al.)
+  double mean_noise_span_length = 3.0;
   std::function<void(int64_t step)> after_step;  // called after each update (tests, external monitors)
 };
 

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "lib/core/errors.h"
+#include "lib/data/seq2seq_batches.h"
 #include "lib/train/losses.h"
 
 namespace cabert::train {
@@ -11,11 +13,40 @@ namespace cabert::train {
 Objective parse_objective(const std::string& name) {
   if (name == "mlm") return Objective::kMlm;
   if (name == "electra") return Objective::kElectra;
-  throw UsageError(str("--objective: expected mlm or electra, got '", name, "'"));
+  if (name == "span-corruption") return Objective::kSpanCorruption;
+  throw UsageError(str("--objective: expected mlm, electra or span-corruption, got '", name, "'"));
+}
+
+const char* objective_name(Objective objective) {
+  switch (objective) {
+    case Objective::kMlm: return "mlm";
+    case Objective::kElectra: return "electra";
+    case Objective::kSpanCorruption: return "span-corruption";
+  }
+  return "?";
+}
+
+void check_objective_fits(const pb::ModelConfig& config, Objective objective) {
+  if (config.has_seq2seq() && objective != Objective::kSpanCorruption) {
+    throw UsageError(str("pretrain: '", config.name(), "' is an encoder-decoder; ", objective_name(objective),
+                         " pre-trains encoders. Use --objective span-corruption (Tay et al.), or train it on parallel "
+                         "text with `cabert finetune --task translation`"));
+  }
+  if (!config.has_seq2seq() && objective == Objective::kSpanCorruption) {
+    throw UsageError(str("pretrain: span corruption trains an encoder-decoder; '", config.name(),
+                         "' is an encoder (use --objective mlm or electra, or a tay-*, wu-* or transformer-* preset)"));
+  }
 }
 
 Objectives::Objectives(const pb::ModelConfig& config, Objective objective, torch::Device device)
     : objective_(objective), device_(device), config_(config) {
+  check_objective_fits(config, objective);
+  if (objective == Objective::kSpanCorruption) {
+    seq2seq_ = models::Seq2SeqModel(config);
+    module_ = seq2seq_.ptr();
+    module_->to(device);
+    return;
+  }
   if (objective == Objective::kMlm) {
     mlm_ = models::MlmModel(config);
     module_ = mlm_.ptr();
@@ -37,7 +68,45 @@ Objectives::Objectives(const pb::ModelConfig& config, Objective objective, torch
   }
 }
 
+void Objectives::set_first_regular_id(int64_t id) {
+  masking_.first_regular_id = id;
+  span_.first_sentinel_id = 5;
+  span_.num_sentinels = static_cast<int32_t>(id - 5);
+}
+
+void Objectives::set_span_corruption(double noise_density, double mean_noise_span_length) {
+  span_.noise_density = noise_density;
+  span_.mean_noise_span_length = mean_noise_span_length;
+  data::check_options(span_);
+}
+
+StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt19937_64& rng) {
+  data::CorruptedRows corrupted = data::corrupt_rows(batch.ids, batch.mask, span_, rng);
+  const std::vector<data::Seq2SeqExample>& examples = corrupted.examples;
+  if (examples.empty()) {
+    throw DataError("span corruption: expected corpus examples with at least 2 regular tokens, got a batch without any");
+  }
+  std::vector<size_t> rows(examples.size());
+  std::iota(rows.begin(), rows.end(), size_t{0});
+  data::Seq2SeqBatch s2s = data::make_seq2seq_batch(examples, rows);
+  torch::Tensor target_out = s2s.target_out.to(device_);
+  torch::Tensor logits = seq2seq_->forward(s2s.source.to(device_), s2s.source_mask.to(device_),
+                                           s2s.target_in.to(device_), s2s.target_mask.to(device_));
+  SmoothedLoss loss = label_smoothed_cross_entropy(logits, target_out, 0.0);
+  const double tokens = static_cast<double>(s2s.target_tokens);
+  StepOutput out;
+  out.loss = loss.loss / tokens;
+  out.sums["span_loss_sum"] = loss.nll.item<double>();
+  out.sums["span_tokens"] = tokens;
+  out.sums["span_correct"] =
+      logits.argmax(-1).eq(target_out).logical_and(s2s.target_mask.to(device_)).sum().item<double>();
+  out.sums["noise_tokens"] = static_cast<double>(corrupted.noise_tokens);
+  out.sums["chunk_tokens"] = static_cast<double>(corrupted.chunk_tokens);
+  return out;
+}
+
 StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
+  if (objective_ == Objective::kSpanCorruption) return compute_span_corruption(batch, rng);
   data::MaskedBatch masked = data::mask_tokens(batch.ids, batch.mask, masking_, rng);
   torch::Tensor input = masked.input_ids.to(device_), segments = batch.segments.to(device_);
   torch::Tensor mask = batch.mask.to(device_), positions = masked.positions.to(device_);
@@ -87,6 +156,12 @@ std::map<std::string, double> summarise(const std::map<std::string, double>& sum
     values["perplexity"] = std::exp(values["mlm_loss"]);
     values["mlm_accuracy"] = get("mlm_correct") / get("mlm_count");
   }
+  if (get("span_tokens") > 0) {
+    values["span_loss"] = get("span_loss_sum") / get("span_tokens");
+    values["perplexity"] = std::exp(values["span_loss"]);
+    values["span_accuracy"] = get("span_correct") / get("span_tokens");
+  }
+  if (get("chunk_tokens") > 0) values["noise_fraction"] = get("noise_tokens") / get("chunk_tokens");
   if (objective == Objective::kElectra && get("rtd_count") > 0) {
     values["rtd_loss"] = get("rtd_loss_sum") / std::max(1.0, get("rtd_batches"));
     values["rtd_accuracy"] = get("rtd_correct") / get("rtd_count");

@@ -115,3 +115,72 @@ TEST(TokenBudgetBatches, RefusesAnEmptyBudget) {
 
 }  // namespace
 }  // namespace cabert::data
+
+namespace cabert::data {
+namespace {
+
+// Span corruption of padded pre-training rows: specials and padding are not part of the chunk, each
+// example's input + target rebuild the chunk exactly, EOS closes the input, and over many rows the noise is
+// T5's 15%.
+TEST(CorruptRows, ChunksAreTheRegularTokensAndReconstructExactly) {
+  SpanCorruptionOptions options;
+  options.first_sentinel_id = 5;
+  options.num_sentinels = 20;  // ids 5..24; regular ids from 25
+  std::mt19937_64 draw(3), rng(17);
+  std::vector<std::vector<int64_t>> rows;
+  std::vector<std::vector<int32_t>> expected;
+  const int64_t width = 40;
+  for (int r = 0; r < 200; ++r) {
+    const int64_t length = 10 + static_cast<int64_t>(draw() % 28);  // [CLS] + length tokens + [SEP] + padding
+    std::vector<int64_t> row{2};
+    std::vector<int32_t> chunk;
+    for (int64_t i = 0; i < length; ++i) {
+      // Mostly regular ids, some [UNK] (kept), one [SEP] in the middle (dropped like every special).
+      int64_t id = draw() % 9 == 0 ? 1 : 25 + static_cast<int64_t>(draw() % 500);
+      if (i == length / 2) id = 3;
+      row.push_back(id);
+      if (id != 3) chunk.push_back(static_cast<int32_t>(id));
+    }
+    row.push_back(3);
+    row.resize(width, 0);
+    rows.push_back(row);
+    expected.push_back(chunk);
+  }
+  torch::Tensor batch = ids(rows);
+  CorruptedRows out = corrupt_rows(batch, batch.ne(0), options, rng);
+  ASSERT_EQ(out.examples.size(), rows.size());
+  int64_t noise = 0, total = 0, spans = 0;
+  for (size_t r = 0; r < rows.size(); ++r) {
+    EXPECT_EQ(out.chunks[r], expected[r]) << "row " << r;
+    const Seq2SeqExample& example = out.examples[r];
+    ASSERT_EQ(example.source.back(), 3) << "the input ends with EOS";
+    SpanCorruptionExample corrupted;
+    corrupted.input.assign(example.source.begin(), example.source.end() - 1);
+    corrupted.target = example.target;
+    for (int32_t id : corrupted.input) corrupted.noise_spans += id >= 5 && id < 25;
+    corrupted.noise_tokens = static_cast<int32_t>(corrupted.target.size()) - corrupted.noise_spans - 1;
+    EXPECT_EQ(reconstruct(corrupted, 5, 20), expected[r]) << "row " << r;
+    noise += corrupted.noise_tokens;
+    spans += corrupted.noise_spans;
+    total += static_cast<int64_t>(expected[r].size());
+  }
+  EXPECT_EQ(out.noise_tokens, noise);
+  EXPECT_EQ(out.chunk_tokens, total);
+  // n = round(0.15 L) per row: the overall fraction is 0.15 up to rounding; spans average n / 3 tokens.
+  EXPECT_NEAR(static_cast<double>(noise) / total, 0.15, 0.01);
+  EXPECT_NEAR(static_cast<double>(noise) / spans, 3.0, 0.6);
+}
+
+TEST(CorruptRows, RowsWithoutTwoRegularTokensAreSkipped) {
+  SpanCorruptionOptions options;
+  options.num_sentinels = 4;  // regular ids from 9
+  std::mt19937_64 rng(1);
+  torch::Tensor batch = ids({{2, 9, 3, 0}, {2, 9, 10, 3}, {2, 5, 6, 3}});
+  CorruptedRows out = corrupt_rows(batch, batch.ne(0), options, rng);
+  ASSERT_EQ(out.examples.size(), 1u);
+  EXPECT_EQ(out.chunks[0], (std::vector<int32_t>{9, 10}));
+  EXPECT_EQ(out.chunk_tokens, 2);
+}
+
+}  // namespace
+}  // namespace cabert::data

@@ -33,8 +33,9 @@ using io::restore_module;
 // Examples [CLS] a [SEP] b [SEP] whose regular tokens are all one id drawn from 40: the unigram
 // distribution gives log(40) = 3.69, copying a neighbour gives ~0, so a loss well below 3.69 shows that the
 // model uses its context (attention, convolutions) and not only the output bias.
-std::string write_corpus(const std::string& dir, int examples = 120) {
-  const std::string path = dir + "/corpus.cabert";
+// first_id: the lowest regular id (span corruption needs sentinel ids below it).
+std::string write_corpus(const std::string& dir, int examples = 120, int first_id = 5) {
+  const std::string path = dir + "/corpus-" + std::to_string(first_id) + ".cabert";
   io::RecordWriter writer(path, "cabert.pb.PretrainingExample", {{"vocab_size", "1000"}});
   std::mt19937_64 rng(7);
   for (int e = 0; e < examples; ++e) {
@@ -42,10 +43,10 @@ std::string write_corpus(const std::string& dir, int examples = 120) {
     const int length_a = 4 + static_cast<int>(rng() % 6), length_b = 4 + static_cast<int>(rng() % 8);
     const int value = static_cast<int>(rng() % 40);
     example.add_token_ids(2);
-    for (int i = 0; i < length_a; ++i) example.add_token_ids(5 + value % 40);
+    for (int i = 0; i < length_a; ++i) example.add_token_ids(first_id + value % 40);
     example.add_token_ids(3);
     example.set_segment_a_length(length_a + 2);
-    for (int i = 0; i < length_b; ++i) example.add_token_ids(5 + value % 40);
+    for (int i = 0; i < length_b; ++i) example.add_token_ids(first_id + value % 40);
     example.add_token_ids(3);
     writer.write(example);
   }
@@ -185,6 +186,117 @@ INSTANTIATE_TEST_SUITE_P(Objectives, ResumeTest,
                          [](const auto& info) {
                            return std::string(info.param.objective == Objective::kMlm ? "mlm" : "electra");
                          });
+
+// Span corruption (Tay et al.) on the same kind of corpus, with ids 5..24 as the tokenizer's 20 sentinels.
+constexpr int kFirstRegular = 25;
+
+PretrainOptions span_options(const std::string& preset, const std::string& dir, const std::string& corpus) {
+  PretrainOptions o = tiny_options(preset, dir, corpus);
+  o.objective = Objective::kSpanCorruption;
+  o.first_regular_id = kFirstRegular;
+  o.model.set_vocab_size(1000);
+  return o;
+}
+
+class SpanCorruptionFamily : public PretrainTest, public ::testing::WithParamInterface<std::string> {};
+
+// Every noise span repeats the row's one token, so the targets become predictable: the per-token loss starts
+// near log(1000) = 6.9 and falls well below the 40-way guess (3.7); the noise fraction is T5's 0.15 up to
+// the rounding of n = round(0.15 L) on these short rows (L = 8..20).
+TEST_P(SpanCorruptionFamily, LossFallsAndTheNoiseIsT5s) {
+  const std::string dir = fresh("run");
+  const std::string corpus = write_corpus(dir_, 120, kFirstRegular);
+  PretrainOptions o = span_options(GetParam(), dir, corpus);
+  o.steps = 120;
+  o.lr = 3e-3;
+  o.eval_examples = 32;
+  o.eval_every = 120;
+  PretrainResult result = run_pretraining(o);
+  EXPECT_EQ(result.final_step, 120);
+  auto metrics = read_metrics(dir);
+  ASSERT_FALSE(metrics.empty());
+  const double first = metrics.front().values().at("span_loss");
+  EXPECT_GT(first, 5.0);
+  ASSERT_TRUE(result.last_eval.count("span_loss"));
+  EXPECT_LT(result.last_eval.at("span_loss"), 2.5) << GetParam();
+  EXPECT_NEAR(result.last_eval.at("perplexity"), std::exp(result.last_eval.at("span_loss")), 1e-6);
+  EXPECT_GT(result.last_eval.at("span_accuracy"), 0.4);
+  EXPECT_NEAR(result.last_eval.at("noise_fraction"), 0.15, 0.03);
+  // The checkpoint holds the whole encoder-decoder and says how it was pre-trained.
+  Checkpoint checkpoint = load_checkpoint(list_checkpoints(dir).back().second);
+  EXPECT_TRUE(checkpoint.info.model().has_seq2seq());
+  EXPECT_EQ(checkpoint.info.metadata().at("objective"), "span-corruption");
+  EXPECT_EQ(checkpoint.info.metadata().at("noise_density"), "0.15");
+  bool decoder = false;
+  for (const auto& [name, tensor] : checkpoint.tensors) decoder = decoder || name.rfind("model/decoder.", 0) == 0;
+  EXPECT_TRUE(decoder) << "no model/decoder.* tensors";
+}
+
+INSTANTIATE_TEST_SUITE_P(EverySeq2SeqFamily, SpanCorruptionFamily,
+                         ::testing::Values("tay-lightconv-tiny", "tay-dynamicconv-tiny", "tay-dilatedconv-tiny",
+                                           "transformer-tiny"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           for (auto& ch : name) ch = ch == '-' ? '_' : ch;
+                           return name;
+                         });
+
+// 6 steps + resume + 6 steps == 12 steps, bitwise: the noise spans come from the checkpointed RNG.
+TEST_F(PretrainTest, SpanCorruptionResumeIsExact) {
+  const std::string full = fresh("full"), resumed = fresh("resumed");
+  const std::string corpus = write_corpus(dir_, 120, kFirstRegular);
+  PretrainOptions o = span_options("tay-dilatedconv-tiny", full, corpus);
+  o.save_every = 6;
+  o.eval_every = 4;
+  o.keep_checkpoints = 5;
+  run_pretraining(o);
+  auto saved = list_checkpoints(full);
+  ASSERT_EQ(saved.size(), 2u);
+  fs::copy_file(saved[0].second, checkpoint_path(resumed, 6));
+  o.model_dir = resumed;
+  o.resume = true;
+  PretrainResult result = run_pretraining(o);
+  EXPECT_EQ(result.steps_done, 6);
+  expect_same_model(checkpoint_path(full, 12), checkpoint_path(resumed, 12));
+  // The held-out loss of the resumed run is the uninterrupted run's (same fixed evaluation noise).
+  // (The resumed directory got only the checkpoint, so its metrics start at step 7.)
+  auto a = read_metrics(full), b = read_metrics(resumed);
+  ASSERT_EQ(a.back().phase(), "eval");
+  ASSERT_EQ(b.back().phase(), "eval");
+  EXPECT_EQ(a.back().step(), b.back().step());
+  std::map<std::string, double> va(a.back().values().begin(), a.back().values().end());
+  std::map<std::string, double> vb(b.back().values().begin(), b.back().values().end());
+  EXPECT_EQ(va, vb);
+  EXPECT_TRUE(va.count("span_loss"));
+}
+
+TEST_F(PretrainTest, ObjectiveMustFitTheModel) {
+  PretrainOptions o = tiny_options("bert-tiny-none", fresh("a"), corpus_);
+  o.objective = Objective::kSpanCorruption;
+  try {
+    run_pretraining(o);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("'bert-tiny-none' is an encoder"), std::string::npos) << e.what();
+  }
+  o = tiny_options("tay-lightconv-tiny", fresh("b"), corpus_);
+  o.objective = Objective::kMlm;
+  try {
+    run_pretraining(o);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("Use --objective span-corruption"), std::string::npos) << e.what();
+  }
+  // A tokenizer without sentinels cannot mark noise spans.
+  o = span_options("tay-lightconv-tiny", fresh("c"), corpus_);
+  o.first_regular_id = 5;
+  try {
+    run_pretraining(o);
+    FAIL() << "expected UsageError";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("needs the tokenizer's sentinels"), std::string::npos) << e.what();
+  }
+}
 
 TEST_F(PretrainTest, InterruptSavesAndResumesToTheSameWeights) {
   const std::string full = fresh("full"), interrupted = fresh("interrupted");

@@ -1,0 +1,140 @@
+#include "lib/eval/text_to_text.h"
+
+#include <algorithm>
+
+#include "lib/core/errors.h"
+#include "lib/core/log.h"
+#include "lib/eval/translation.h"
+#include "lib/io/checkpoint_file.h"
+#include "lib/train/checkpoint.h"
+
+namespace cabert::eval {
+namespace {
+
+std::string trimmed(const std::string& text) {
+  const size_t begin = text.find_first_not_of(" \t\r\n");
+  if (begin == std::string::npos) return "";
+  const size_t end = text.find_last_not_of(" \t\r\n");
+  return text.substr(begin, end - begin + 1);
+}
+
+}  // namespace
+
+LabelMatcher::LabelMatcher(const tasks::Verbalizer& verbalizer, const text::Tokenizer& tokenizer) {
+  for (size_t i = 0; i < verbalizer.texts.size(); ++i) {
+    const std::vector<int> ids = tokenizer.encode(verbalizer.texts[i]);
+    longest_ = std::max<int64_t>(longest_, static_cast<int64_t>(ids.size()));
+    std::string form = trimmed(tokenizer.decode(ids));
+    for (size_t j = 0; j < forms_.size(); ++j) {
+      if (forms_[j] == form) {
+        throw UsageError(str("text-to-text: the label texts '", verbalizer.texts[j], "' and '", verbalizer.texts[i],
+                             "' both become '", form, "' through the tokenizer; give distinct ones with --label-text"));
+      }
+    }
+    forms_.push_back(std::move(form));
+  }
+}
+
+int LabelMatcher::match(const std::string& generated) const {
+  const std::string text = trimmed(generated);
+  for (size_t i = 0; i < forms_.size(); ++i) {
+    if (forms_[i] == text) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+SplitPredictions predict_text_to_text(models::Seq2SeqModel& model, const tasks::TaskDefinition& definition,
+                                      const tasks::Verbalizer& verbalizer, const tasks::TaskSplit& split,
+                                      const text::Tokenizer& tokenizer, const PredictOptions& options) {
+  tasks::TextToTextStats stats;
+  tasks::TaskData data = split.data;
+  data.labeled = split.labeled;
+  std::vector<data::Seq2SeqExample> examples =
+      tasks::text_to_text_examples(data, definition, verbalizer, tokenizer, options.max_length, &stats);
+  LabelMatcher matcher(verbalizer, tokenizer);
+  TranslateOptions generation;
+  generation.search.beam_size = 1;
+  generation.max_len_a = 0;
+  generation.max_len_b = matcher.longest_target_tokens() + 1;
+  generation.max_tokens = std::max<int64_t>(4096, static_cast<int64_t>(options.batch_size) * options.max_length);
+  generation.device = options.device;
+  generation.show_progress = false;
+  const bool was_training = model->is_training();
+  model->eval();
+  std::vector<std::string> generated = translate_examples(model, examples, tokenizer, generation);
+  if (was_training) model->train();
+
+  SplitPredictions out = score_generated(definition, matcher, split, generated);
+  out.truncated_examples = stats.truncated_examples;
+  return out;
+}
+
+SplitPredictions score_generated(const tasks::TaskDefinition& definition, const LabelMatcher& matcher,
+                                 const tasks::TaskSplit& split, const std::vector<std::string>& generated) {
+  if (generated.size() != split.data.examples.size()) {
+    throw Error(str("text-to-text: expected one output per example of ", split.path, " (",
+                    split.data.examples.size(), "), got ", generated.size()));
+  }
+  SplitPredictions out;
+  out.labeled = split.labeled;
+  const size_t count = generated.size();
+  tasks::LabelMap labels(definition.labels);
+  std::vector<int> predicted, gold;
+  uint64_t unmatched = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const tasks::TaskExample& example = split.data.examples[i];
+    const int cls = matcher.match(generated[i]);
+    out.ids.push_back(example.id);
+    out.predictions.push_back(cls >= 0 ? definition.labels[static_cast<size_t>(cls)] : generated[i]);
+    out.golds.push_back(split.labeled ? example.label : "");
+    out.scores.emplace_back();
+    if (cls < 0) ++unmatched;
+    predicted.push_back(cls);
+    if (split.labeled) gold.push_back(labels.index(example.label, split.path, example.line));
+  }
+  if (unmatched > 0) {
+    log_info("text-to-text: ", unmatched, " of ", count, " outputs of ", split.path,
+             " match no label text (counted wrong)");
+  }
+  if (split.labeled) {
+    out.metrics = classification_metrics(definition, predicted, gold);
+    out.metrics["unmatched"] = count == 0 ? 0.0 : static_cast<double>(unmatched) / static_cast<double>(count);
+    out.score = task_score(split.metrics_task, out.metrics);
+  }
+  return out;
+}
+
+bool is_text_to_text(const pb::CheckpointInfo& info) {
+  auto found = info.metadata().find("text_to_text");
+  return found != info.metadata().end() && found->second == "true";
+}
+
+LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::Device device) {
+  io::Checkpoint checkpoint = io::load_checkpoint(path);
+  if (checkpoint.info.kind() != "finetune" || !is_text_to_text(checkpoint.info)) {
+    throw DataError(str(path, ": expected a text-to-text fine-tuned checkpoint (from `cabert finetune` of an "
+                         "encoder-decoder on a classification task), got a '", checkpoint.info.kind(), "' checkpoint"));
+  }
+  const auto& metadata = checkpoint.info.metadata();
+  auto get = [&](const std::string& key) {
+    auto it = metadata.find(key);
+    if (it == metadata.end()) throw DataError(str(path, ": the checkpoint lacks the '", key, "' entry"));
+    return it->second;
+  };
+  LoadedTextToTextModel loaded;
+  loaded.info = checkpoint.info;
+  loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
+  loaded.verbalizer = tasks::verbalizer_from_json(get("label_texts"));
+  if (loaded.verbalizer.texts.size() != loaded.definition.labels.size()) {
+    throw DataError(str(path, ": expected ", loaded.definition.labels.size(), " label texts, got ",
+                        loaded.verbalizer.texts.size()));
+  }
+  loaded.max_length = std::stoi(get("max_length"));
+  loaded.model = models::Seq2SeqModel(checkpoint.info.model());
+  io::restore_module(*loaded.model, checkpoint, "model/", "");
+  loaded.model->to(device);
+  loaded.model->eval();
+  return loaded;
+}
+
+}  // namespace cabert::eval

@@ -1,0 +1,49 @@
+// Classification as text-to-text (T5; Tay et al. 2021): every class label is verbalised as a target text
+// (SST-2: 0 -> "negative", 1 -> "positive"), the input is the task name and its fields written as text
+// ("sst2 sentence: ..."; pairs: "mrpc sentence1: ... sentence2: ..."), and an encoder-decoder is trained to
+// generate the target. Evaluation generates and maps the output back to a class (lib/eval/text_to_text.h).
+//
+// Default verbalisers: T5's for the GLUE tasks (CoLA unacceptable/acceptable, SST-2 negative/positive, MRPC
+// not_equivalent/equivalent, QQP not_duplicate/duplicate, WNLI not_entailment/entailment; MNLI, QNLI and RTE
+// already have text labels), the label string itself for generic tasks (TREC's "DESC", AG News' "World").
+// `--label-text LABEL=TEXT` (repeatable) replaces any of them. Regression (STS-B) and span tasks (SQuAD) are
+// not phrased as text-to-text here (T5 rounds STS-B to 0.2 steps; not implemented): UsageError.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "lib/data/seq2seq_batches.h"
+#include "lib/tasks/task_data.h"
+#include "lib/tasks/task_definition.h"
+#include "lib/text/tokenizer.h"
+
+namespace cabert::tasks {
+
+struct Verbalizer {
+  std::vector<std::string> texts;  // class index -> target text
+};
+
+// The defaults above, then the LABEL=TEXT assignments. UsageError for a regression or span task, an
+// assignment without '=', an unknown label (the message lists the task's labels), an empty text, or two
+// labels given the same text.
+Verbalizer make_verbalizer(const TaskDefinition& definition, const std::vector<std::string>& assignments);
+
+// "<task> sentence: A" or "<task> sentence1: A sentence2: B", <task> = the canonical task name (sst2, trec).
+std::string text_to_text_input(const TaskDefinition& definition, const TaskExample& example);
+
+struct TextToTextStats {
+  uint64_t examples = 0, truncated_examples = 0;
+};
+
+// Encoder inputs (truncated to max_source_tokens, EOS last) and targets (the label's text; empty for an
+// unlabelled file). Labels outside the task's set are a DataError naming the file and line.
+std::vector<data::Seq2SeqExample> text_to_text_examples(const TaskData& data, const TaskDefinition& definition,
+                                                        const Verbalizer& verbalizer, const text::Tokenizer& tokenizer,
+                                                        int max_source_tokens, TextToTextStats* stats = nullptr);
+
+// JSON array of the texts, stored in fine-tuned checkpoints, and back.
+std::string verbalizer_to_json(const Verbalizer& verbalizer);
+Verbalizer verbalizer_from_json(const std::string& json);
+
+}  // namespace cabert::tasks
