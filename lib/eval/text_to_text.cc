@@ -6,7 +6,6 @@
 #include "lib/core/log.h"
 #include "lib/eval/translation.h"
 #include "lib/io/checkpoint_file.h"
-#include "lib/train/checkpoint.h"
 
 namespace cabert::eval {
 namespace {

@@ -1,6 +1,7 @@
 #include "lib/text/text_source.h"
 
 #include <array>
+#include <cstring>
 #include <cctype>
 
 #include "lib/core/errors.h"
@@ -40,6 +41,14 @@ bool LineReader::next(std::string* line) {
 }
 
 namespace {
+
+// "*** START OF ..." / "*** END OF ...", and the older ebooks' "***START OF ..." (e.g. #27942): three
+// asterisks, any spaces, then the words.
+bool is_gutenberg_marker(const std::string& line, const char* words) {
+  if (line.compare(0, 3, "***") != 0) return false;
+  const size_t start = line.find_first_not_of(' ', 3);
+  return start != std::string::npos && line.compare(start, std::strlen(words), words) == 0;
+}
 
 bool is_abbreviation(const std::string& text, size_t period) {
   static const std::array<const char*, 16> kAbbreviations = {
@@ -162,12 +171,12 @@ bool SentenceSource::fill() {
       continue;
     }
     if (format_ == TextFormat::kGutenberg) {
-      if (line.compare(0, 12, "*** START OF") == 0) {
+      if (is_gutenberg_marker(line, "START OF")) {
         inside_gutenberg_body_ = true;
         seen_gutenberg_start_ = true;
         continue;
       }
-      if (line.compare(0, 10, "*** END OF") == 0) inside_gutenberg_body_ = false;
+      if (is_gutenberg_marker(line, "END OF")) inside_gutenberg_body_ = false;
       if (!inside_gutenberg_body_) continue;
     }
     std::string trimmed = trim(line);

@@ -1,12 +1,11 @@
 #include "lib/train/finetune.h"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <numeric>
 #include <filesystem>
+#include <numeric>
 #include <random>
 
 #include "lib/config/model_config_text.h"
@@ -18,13 +17,13 @@
 #include "lib/eval/predict_split.h"
 #include "lib/eval/task_model_loader.h"
 #include "lib/eval/task_score.h"
+#include "lib/eval/text_to_text.h"
 #include "lib/io/record_file.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
-#include "lib/train/losses.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
-#include "lib/eval/text_to_text.h"
+#include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
 #include "lib/train/text_to_text_learner.h"
 
@@ -68,75 +67,6 @@ int resolve_max_length(int requested, const tasks::TaskDefinition& definition, c
   return fallback;
 }
 
-// Training inputs: one sequence and one target row per feature.
-struct TrainingSet {
-  std::vector<tasks::Sequence> sequences;
-  std::vector<int64_t> class_targets;       // classification
-  std::vector<float> value_targets;         // regression
-  std::vector<std::array<int64_t, 2>> spans;  // span: start, end
-};
-
-TrainingSet training_set(const tasks::LoadedTask& task, const text::Tokenizer& tokenizer, int max_length,
-                         const tasks::SquadOptions& squad, uint64_t limit) {
-  TrainingSet set;
-  if (task.definition.kind == TaskKind::kSpan) {
-    tasks::SquadFeatures features = tasks::squad_features(task.train.squad, tokenizer, squad);
-    if (features.answers_not_found > 0) {
-      log_warning(task.train.path, ": ", features.answers_not_found,
-                  " answers could not be located in the tokenised context (trained as no-answer windows)");
-    }
-    for (auto& window : features.windows) {
-      if (limit > 0 && set.sequences.size() >= limit) break;
-      set.spans.push_back({window.start_position, window.end_position});
-      set.sequences.push_back(std::move(window.sequence));
-    }
-    return set;
-  }
-  tasks::FeatureStats stats;
-  auto features = tasks::classification_features(task.train.data, task.definition, tokenizer, max_length, &stats);
-  if (stats.truncated_examples > 0) {
-    log_info("finetune: ", stats.truncated_examples, " of ", stats.examples, " training examples truncated to ",
-             max_length, " tokens");
-  }
-  for (auto& feature : features) {
-    if (limit > 0 && set.sequences.size() >= limit) break;
-    set.class_targets.push_back(feature.label);
-    set.value_targets.push_back(feature.target);
-    set.sequences.push_back(std::move(feature.sequence));
-  }
-  return set;
-}
-
-struct TrainingBatch {
-  torch::Tensor ids, segments, mask, targets;
-};
-
-TrainingBatch make_batch(const TrainingSet& set, TaskKind kind, const std::vector<size_t>& order, size_t begin,
-                         size_t end) {
-  TrainingBatch batch;
-  std::vector<const tasks::Sequence*> sequences;
-  for (size_t i = begin; i < end; ++i) sequences.push_back(&set.sequences[order[i]]);
-  tasks::pad_sequences(sequences, &batch.ids, &batch.segments, &batch.mask);
-  int64_t rows = static_cast<int64_t>(end - begin);
-  if (kind == TaskKind::kSpan) {
-    batch.targets = torch::empty({rows, 2}, torch::kInt64);
-    auto access = batch.targets.accessor<int64_t, 2>();
-    for (int64_t r = 0; r < rows; ++r) {
-      access[r][0] = set.spans[order[begin + r]][0];
-      access[r][1] = set.spans[order[begin + r]][1];
-    }
-  } else if (kind == TaskKind::kRegression) {
-    batch.targets = torch::empty({rows}, torch::kFloat32);
-    auto access = batch.targets.accessor<float, 1>();
-    for (int64_t r = 0; r < rows; ++r) access[r] = set.value_targets[order[begin + r]];
-  } else {
-    batch.targets = torch::empty({rows}, torch::kInt64);
-    auto access = batch.targets.accessor<int64_t, 1>();
-    for (int64_t r = 0; r < rows; ++r) access[r] = set.class_targets[order[begin + r]];
-  }
-  return batch;
-}
-
 std::string model_name(const FinetuneOptions& options) {
   if (!options.name.empty()) return options.name;
   std::string name = fs::path(options.model_dir).lexically_normal().filename().string();
@@ -165,47 +95,6 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
   }
   return text;
 }
-
-// An encoder with a task head (classification, regression, SQuAD spans): Chang et al.'s protocol.
-class EncoderLearner : public FinetuneLearner {
- public:
-  EncoderLearner(const pb::ModelConfig& config, const io::Checkpoint* init, const tasks::LoadedTask& task,
-                 const text::Tokenizer& tokenizer, const eval::PredictOptions& predict, uint64_t max_train_examples)
-      : config_(config), init_(init), definition_(task.definition), tokenizer_(tokenizer), predict_(predict) {
-    train_ = training_set(task, tokenizer, predict.max_length, predict.squad, max_train_examples);
-  }
-  size_t examples() const override { return train_.sequences.size(); }
-  torch::nn::Module& start_run() override {
-    const int64_t labels =
-        definition_.kind == TaskKind::kClassification ? static_cast<int64_t>(definition_.labels.size()) : 1;
-    model_ = models::TaskModel(config_, definition_.kind, labels);
-    if (init_ != nullptr) {
-      size_t copied = io::restore_module(*model_, *init_, "model/encoder.", "encoder.");
-      log_debug("finetune: ", copied, " encoder tensors from ", init_->path);
-    }
-    model_->to(predict_.device);
-    model_->train();
-    return *model_;
-  }
-  torch::Tensor loss(const std::vector<size_t>& order, size_t begin, size_t end) override {
-    TrainingBatch batch = make_batch(train_, definition_.kind, order, begin, end);
-    const torch::Device device = predict_.device;
-    torch::Tensor output = model_->forward(batch.ids.to(device), batch.segments.to(device), batch.mask.to(device));
-    return task_loss(definition_.kind, output, batch.targets.to(device));
-  }
-  eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
-    return eval::predict_split(model_, definition_, split, tokenizer_, predict_);
-  }
-
- private:
-  pb::ModelConfig config_;
-  const io::Checkpoint* init_;
-  tasks::TaskDefinition definition_;
-  const text::Tokenizer& tokenizer_;
-  eval::PredictOptions predict_;
-  TrainingSet train_;
-  models::TaskModel model_{nullptr};
-};
 
 }  // namespace
 
@@ -294,7 +183,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
                            "span-corruption checkpoint); '", config.name(), "' is an encoder"));
     }
-    learner = std::make_unique<EncoderLearner>(config, start, task, tokenizer, predict, options.max_train_examples);
+    learner = make_encoder_learner(config, start, task, tokenizer, predict, options.max_train_examples);
   }
   size_t examples = learner->examples();
   int64_t steps_per_epoch = static_cast<int64_t>((examples + batch_size - 1) / batch_size);

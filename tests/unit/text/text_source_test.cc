@@ -55,6 +55,15 @@ TEST(TextSource, GutenbergKeepsOnlyTheBodyAndSplitsParagraphsIntoSentences) {
             "[\"Yes,\" she said.][\xE2\x80\x9CIndeed.\xE2\x80\x9D][Then silence.]|");
 }
 
+// Older ebooks (e.g. #27942, in ../shared/data) write the markers without the space after the asterisks.
+TEST(TextSource, GutenbergMarkersWithoutTheSpace) {
+  std::string path = temp_dir() + "/old.txt";
+  write_text(path,
+             "The Project Gutenberg EBook of Logic\n\n***START OF THE PROJECT GUTENBERG EBOOK LOGIC ***\n\n"
+             "All men are mortal.\n\n***END OF THE PROJECT GUTENBERG EBOOK LOGIC ***\nLicence.\n");
+  EXPECT_EQ(render(read_all({path}, TextFormat::kGutenberg)), "[All men are mortal.]|");
+}
+
 TEST(TextSource, GutenbergWithoutStartMarkerIsBadInput) {
   std::string path = temp_dir() + "/plain.txt";
   write_text(path, "Just text.\n");
