@@ -70,14 +70,27 @@ std::string read_text(const std::string& path) {
   return buffer.str();
 }
 
-std::string data_error_message(const std::function<void()>& action) {
+namespace {
+
+template <typename ErrorType>
+std::string error_message(const std::function<void()>& action, const char* name) {
   try {
     action();
-  } catch (const DataError& error) {
+  } catch (const ErrorType& error) {
     return error.what();
   }
-  ADD_FAILURE() << "expected a cabert::DataError";
+  ADD_FAILURE() << "expected a " << name;
   return "";
+}
+
+}  // namespace
+
+std::string data_error_message(const std::function<void()>& action) {
+  return error_message<DataError>(action, "cabert::DataError");
+}
+
+std::string usage_error_message(const std::function<void()>& action) {
+  return error_message<UsageError>(action, "cabert::UsageError");
 }
 
 const std::string& alice_tokenizer() {

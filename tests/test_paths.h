@@ -28,6 +28,8 @@ void write_text(const std::string& path, const std::string& text);
 
 // The message of the cabert::DataError that `action` throws; a test failure (and "") when it throws none.
 std::string data_error_message(const std::function<void()>& action);
+// The same for cabert::UsageError.
+std::string usage_error_message(const std::function<void()>& action);
 
 // Every record of a cabert file, after checking that it holds `type` records (e.g. "cabert.pb.TaskMetrics").
 template <typename Record>

@@ -5,7 +5,6 @@
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/eval/translation.h"
-#include "lib/io/checkpoint_file.h"
 
 namespace cabert::eval {
 namespace {
@@ -46,10 +45,15 @@ SplitPredictions predict_text_to_text(models::Seq2SeqModel& model, const tasks::
                                       const tasks::Verbalizer& verbalizer, const tasks::TaskSplit& split,
                                       const text::Tokenizer& tokenizer, const PredictOptions& options) {
   tasks::TextToTextStats stats;
-  tasks::TaskData data = split.data;
-  data.labeled = split.labeled;
+  const tasks::TaskData* data = &split.data;
+  tasks::TaskData unlabeled;  // a test file: no targets
+  if (!split.labeled && split.data.labeled) {
+    unlabeled = split.data;
+    unlabeled.labeled = false;
+    data = &unlabeled;
+  }
   std::vector<data::Seq2SeqExample> examples =
-      tasks::text_to_text_examples(data, definition, verbalizer, tokenizer, options.max_length, &stats);
+      tasks::text_to_text_examples(*data, definition, verbalizer, tokenizer, options.max_length, &stats);
   LabelMatcher matcher(verbalizer, tokenizer);
   TranslateOptions generation;
   generation.search.beam_size = 1;
@@ -109,19 +113,20 @@ bool is_text_to_text(const pb::CheckpointInfo& info) {
 }
 
 LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::Device device) {
-  io::Checkpoint checkpoint = io::load_checkpoint(path);
-  if (checkpoint.info.kind() != "finetune" || !is_text_to_text(checkpoint.info)) {
+  LoadedSeq2SeqModel seq2seq = load_seq2seq_model(path, device);
+  if (seq2seq.info.kind() != "finetune" || !is_text_to_text(seq2seq.info)) {
     throw DataError(str(path, ": expected a text-to-text fine-tuned checkpoint (from `cabert finetune` of an "
-                         "encoder-decoder on a classification task), got a '", checkpoint.info.kind(), "' checkpoint"));
+                         "encoder-decoder on a classification task), got a '", seq2seq.info.kind(), "' checkpoint"));
   }
-  const auto& metadata = checkpoint.info.metadata();
+  const auto& metadata = seq2seq.info.metadata();
   auto get = [&](const std::string& key) {
     auto it = metadata.find(key);
     if (it == metadata.end()) throw DataError(str(path, ": the checkpoint lacks the '", key, "' entry"));
     return it->second;
   };
   LoadedTextToTextModel loaded;
-  loaded.info = checkpoint.info;
+  loaded.info = seq2seq.info;
+  loaded.model = seq2seq.model;
   loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
   loaded.verbalizer = tasks::verbalizer_from_json(get("label_texts"));
   if (loaded.verbalizer.texts.size() != loaded.definition.labels.size()) {
@@ -129,10 +134,6 @@ LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::De
                         loaded.verbalizer.texts.size()));
   }
   loaded.max_length = std::stoi(get("max_length"));
-  loaded.model = models::Seq2SeqModel(checkpoint.info.model());
-  io::restore_module(*loaded.model, checkpoint, "model/", "");
-  loaded.model->to(device);
-  loaded.model->eval();
   return loaded;
 }
 

@@ -7,7 +7,7 @@
 // not_equivalent/equivalent, QQP not_duplicate/duplicate, WNLI not_entailment/entailment; MNLI, QNLI and RTE
 // already have text labels), the label string itself for generic tasks (TREC's "DESC", AG News' "World").
 // `--label-text LABEL=TEXT` (repeatable) replaces any of them. Regression (STS-B) and span tasks (SQuAD) are
-// not phrased as text-to-text here (T5 rounds STS-B to 0.2 steps; not implemented): UsageError.
+// outside this phrasing by design (T5 would round STS-B to 0.2 steps and generate SQuAD answers): UsageError.
 #pragma once
 
 #include <string>

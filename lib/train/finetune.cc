@@ -162,7 +162,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   tasks::Verbalizer verbalizer;
   const io::Checkpoint* start = options.preset.empty() ? &init : nullptr;
   if (config.has_seq2seq()) {
-    if (!init.info.kind().empty() && init.info.kind() == "finetune" && !eval::is_text_to_text(init.info)) {
+    if (init.info.kind() == "finetune" && !eval::is_text_to_text(init.info)) {
       throw UsageError(str(init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
                            "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
     }

@@ -59,11 +59,9 @@ class TextToTextLearner : public FinetuneLearner {
   }
 
   eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
-    torch::NoGradGuard no_grad;
-    eval::SplitPredictions predictions = eval::predict_text_to_text(model_, setup_.definition, setup_.verbalizer,
-                                                                    split, *setup_.tokenizer, setup_.predict);
-    model_->train();
-    return predictions;
+    // Generation runs without gradients; predict_text_to_text restores training mode.
+    return eval::predict_text_to_text(model_, setup_.definition, setup_.verbalizer, split, *setup_.tokenizer,
+                                      setup_.predict);
   }
 
   void describe(pb::CheckpointInfo* info) const override {

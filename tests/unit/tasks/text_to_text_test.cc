@@ -27,16 +27,6 @@ TaskDefinition generic(std::vector<std::string> labels) {
   return definition;
 }
 
-std::string usage_error(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const UsageError& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected a UsageError";
-  return "";
-}
-
 text::Tokenizer tokenizer() {
   return text::Tokenizer(testing::source_dir() + "/tests/data/legacy_checkpoints/tok.model");  // lower-cases
 }
@@ -57,15 +47,15 @@ TEST(Verbalizer, OverridesAndTheirErrors) {
             (std::vector<std::string>{"awful", "great"}));
   EXPECT_EQ(make_verbalizer(generic({"DESC", "HUM"}), {"HUM=a person"}).texts,
             (std::vector<std::string>{"DESC", "a person"}));
-  EXPECT_EQ(usage_error([] { make_verbalizer(glue("SST-2"), {"positive"}); }),
+  EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("SST-2"), {"positive"}); }),
             "--label-text: expected LABEL=TEXT, got 'positive'");
-  EXPECT_EQ(usage_error([] { make_verbalizer(glue("SST-2"), {"2=meh"}); }),
+  EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("SST-2"), {"2=meh"}); }),
             "--label-text 2=meh: expected one of the labels of SST-2 (0, 1), got '2'");
-  EXPECT_EQ(usage_error([] { make_verbalizer(glue("SST-2"), {"1= "}); }),
+  EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("SST-2"), {"1= "}); }),
             "--label-text 1= : expected a non-empty text");
-  EXPECT_EQ(usage_error([] { make_verbalizer(glue("SST-2"), {"1=negative"}); }),
+  EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("SST-2"), {"1=negative"}); }),
             "SST-2: expected a different text for every label, got 'negative' twice (--label-text)");
-  EXPECT_EQ(usage_error([] { make_verbalizer(glue("STS-B"), {}); }),
+  EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("STS-B"), {}); }),
             "STS-B is a regression task; an encoder-decoder fine-tunes classification tasks as text-to-text only");
 }
 
@@ -116,7 +106,7 @@ TEST(LabelMatcher, MatchesThroughTheTokenizersNormalisation) {
   EXPECT_EQ(matcher.match(""), -1);
   EXPECT_GE(matcher.longest_target_tokens(), 1);
   // Two texts the tokenizer makes equal cannot be told apart.
-  EXPECT_NE(usage_error([&] { eval::LabelMatcher(Verbalizer{{"Yes", "yes"}}, tok); }).find("both become 'yes'"),
+  EXPECT_NE(testing::usage_error_message([&] { eval::LabelMatcher(Verbalizer{{"Yes", "yes"}}, tok); }).find("both become 'yes'"),
             std::string::npos);
 }
 

@@ -161,10 +161,12 @@ void expect_same_model(const std::string& a, const std::string& b) {
 class ResumeTest : public PretrainTest, public ::testing::WithParamInterface<FamilyCase> {};
 
 // 6 steps + resume + 6 steps == 12 steps, bitwise (dropout, masking and ELECTRA sampling RNGs restored).
-TEST_P(ResumeTest, ResumeIsExact) {
-  const std::string full = fresh("full"), resumed = fresh("resumed");
-  PretrainOptions o = tiny_options(GetParam().preset, full, corpus_);
-  o.objective = GetParam().objective;
+// `o` for 12 steps (checkpoints at 6 and 12) in its model_dir; then a copy of step 6 in `resumed` resumed to
+// 12, which must give bitwise the same checkpoint. `resume_model`, when set, is what the resumed run is given
+// as its model (the checkpoint's config must win).
+void expect_resume_is_exact(PretrainOptions o, const std::string& resumed,
+                            const pb::ModelConfig* resume_model = nullptr) {
+  const std::string full = o.model_dir;
   o.save_every = 6;
   o.eval_every = 4;
   o.keep_checkpoints = 5;
@@ -174,10 +176,17 @@ TEST_P(ResumeTest, ResumeIsExact) {
   fs::copy_file(saved[0].second, checkpoint_path(resumed, 6));
   o.model_dir = resumed;
   o.resume = true;
-  o.model = config::preset_config("bert-tiny-none");  // ignored: the checkpoint's config wins
+  if (resume_model != nullptr) o.model = *resume_model;
   PretrainResult result = run_pretraining(o);
   EXPECT_EQ(result.steps_done, 6);
   expect_same_model(checkpoint_path(full, 12), checkpoint_path(resumed, 12));
+}
+
+TEST_P(ResumeTest, ResumeIsExact) {
+  PretrainOptions o = tiny_options(GetParam().preset, fresh("full"), corpus_);
+  o.objective = GetParam().objective;
+  const pb::ModelConfig other = config::preset_config("bert-tiny-none");  // ignored: the checkpoint's config wins
+  expect_resume_is_exact(o, fresh("resumed"), &other);
 }
 
 INSTANTIATE_TEST_SUITE_P(Objectives, ResumeTest,
@@ -245,19 +254,7 @@ INSTANTIATE_TEST_SUITE_P(EverySeq2SeqFamily, SpanCorruptionFamily,
 TEST_F(PretrainTest, SpanCorruptionResumeIsExact) {
   const std::string full = fresh("full"), resumed = fresh("resumed");
   const std::string corpus = write_corpus(dir_, 120, kFirstRegular);
-  PretrainOptions o = span_options("tay-dilatedconv-tiny", full, corpus);
-  o.save_every = 6;
-  o.eval_every = 4;
-  o.keep_checkpoints = 5;
-  run_pretraining(o);
-  auto saved = list_checkpoints(full);
-  ASSERT_EQ(saved.size(), 2u);
-  fs::copy_file(saved[0].second, checkpoint_path(resumed, 6));
-  o.model_dir = resumed;
-  o.resume = true;
-  PretrainResult result = run_pretraining(o);
-  EXPECT_EQ(result.steps_done, 6);
-  expect_same_model(checkpoint_path(full, 12), checkpoint_path(resumed, 12));
+  expect_resume_is_exact(span_options("tay-dilatedconv-tiny", full, corpus), resumed);
   // The held-out loss of the resumed run is the uninterrupted run's (same fixed evaluation noise).
   // (The resumed directory got only the checkpoint, so its metrics start at step 7.)
   auto a = read_metrics(full), b = read_metrics(resumed);
