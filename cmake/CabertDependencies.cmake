@@ -8,6 +8,7 @@ find_package(ZLIB REQUIRED)        # gzip-compressed parallel text (Multi30k, WM
 find_package(PkgConfig REQUIRED)
 pkg_check_modules(ZSTD REQUIRED IMPORTED_TARGET libzstd)
 pkg_check_modules(SENTENCEPIECE REQUIRED IMPORTED_TARGET sentencepiece)
+pkg_check_modules(CAIRO REQUIRED IMPORTED_TARGET cairo)  # PNG pictures (lib/plot)
 if(CABERT_BUILD_TESTS)
   find_package(GTest REQUIRED)
 endif()

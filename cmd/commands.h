@@ -28,9 +28,6 @@ void add_export(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_inspect(CLI::App& app);
 
-// Registers a subcommand that a later issue builds: it exits 2 with a sentence saying so.
-void add_later_subcommand(CLI::App& app, const char* name, const char* description, const char* issue);
-
 // Records the resolved options of `command` in the run context, for the headers of output files.
 void record_options(const CLI::App& command);
 

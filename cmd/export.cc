@@ -1,12 +1,148 @@
-// cabert export: Export a checkpoint to safetensors + config.json, draw kernels.
-// Until its issue (a later issue) lands, the subcommand is listed in `cabert --help` and, when run, says so and
-// exits 2 (usage error).
+// cabert export: models out to (and in from) Hugging Face formats, and the pictures of the papers.
+//   cabert export --model CKPT -o DIR              safetensors + config.json + tokenizer (lib/interop/export_model.h)
+//   cabert export --from-hf DIR -o CKPT            a HF BERT / ELECTRA / ConvBERT directory -> cabert checkpoint
+//   cabert export --model CKPT --pictures DIR      kernels, attention maps, SDConv kernels (--sentence)
+//   cabert export --metrics FILE... --pictures DIR training and dev curves, runs overlaid
+#include <filesystem>
+#include <map>
+
 #include "cmd/commands.h"
+#include "lib/core/errors.h"
+#include "lib/core/log.h"
+#include "lib/interop/export_model.h"
+#include "lib/interop/import_model.h"
+#include "lib/pictures/curve_pictures.h"
+#include "lib/pictures/kernel_pictures.h"
+#include "lib/pictures/sentence_pictures.h"
+#include "lib/text/tokenizer.h"
+
+namespace fs = std::filesystem;
 
 namespace cabert::cmd {
 
+namespace {
+
+struct ExportFlags {
+  std::string model, from_hf, output, tokenizer;
+  std::string pictures, sentence;
+  std::vector<std::string> metrics, labels;
+  int64_t max_tokens = 48;
+  int64_t max_offset = 8;
+};
+
+// The model's name in picture titles: its config name and the checkpoint file.
+std::string picture_model_name(const io::Checkpoint& checkpoint) {
+  return str(checkpoint.info.model().name(), " [", fs::path(checkpoint.path).filename().string(), "]");
+}
+
+void draw_pictures(const ExportFlags& flags) {
+  std::vector<pictures::NamedFigure> figures;
+  if (!flags.model.empty()) {
+    io::Checkpoint checkpoint = io::load_checkpoint(flags.model);
+    const std::string name = picture_model_name(checkpoint);
+    std::map<std::string, torch::Tensor> tensors = interop::model_tensors(checkpoint);
+    for (auto& figure : pictures::kernel_figures(checkpoint.info.model(), tensors, name)) figures.push_back(figure);
+    if (!flags.sentence.empty()) {
+      const std::string tokenizer_path = flags.tokenizer.empty() ? checkpoint.info.tokenizer() : flags.tokenizer;
+      if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
+        throw UsageError(str(flags.model, " names tokenizer '", checkpoint.info.tokenizer(),
+                             "', which is not there; pass --tokenizer MODEL"));
+      }
+      text::Tokenizer tokenizer(tokenizer_path);
+      for (auto& figure : pictures::sentence_figures(checkpoint, tokenizer, flags.sentence, name, flags.max_tokens,
+                                                     flags.max_offset)) {
+        figures.push_back(figure);
+      }
+    }
+  }
+  if (!flags.metrics.empty()) {
+    if (!flags.labels.empty() && flags.labels.size() != flags.metrics.size()) {
+      throw UsageError(str("--labels: expected one label per --metrics file (", flags.metrics.size(), "), got ",
+                           flags.labels.size()));
+    }
+    std::vector<pictures::MetricsRun> runs;
+    for (size_t i = 0; i < flags.metrics.size(); ++i) {
+      runs.push_back({flags.metrics[i], flags.labels.empty() ? "" : flags.labels[i]});
+    }
+    for (auto& figure : pictures::curve_figures(runs)) figures.push_back(figure);
+  }
+  if (figures.empty()) {
+    throw UsageError(str("--pictures: nothing to draw", flags.model.empty() ? "" : str(" for ", flags.model),
+                         " (kernels exist for Chang et al.'s fixed/composite/depthwise variants and Wu et al.'s "
+                         "lightweight convolutions; give --sentence TEXT for attention maps and dynamic kernels, "
+                         "--metrics FILE... for curves)"));
+  }
+  for (const auto& path : pictures::write_figures(figures, flags.pictures)) log_info("export: drew ", path);
+}
+
+void run_export(const ExportFlags& flags) {
+  if (!flags.pictures.empty()) {
+    if (flags.model.empty() && flags.metrics.empty()) {
+      throw UsageError("--pictures needs --model CKPT (kernels, --sentence maps) or --metrics FILE... (curves)");
+    }
+    if (!flags.from_hf.empty()) throw UsageError("--pictures draws a cabert checkpoint: import it first");
+    draw_pictures(flags);
+    if (flags.output.empty()) return;
+  } else if (!flags.sentence.empty() || !flags.metrics.empty()) {
+    throw UsageError("--sentence and --metrics need --pictures DIR");
+  }
+  if (!flags.from_hf.empty()) {
+    if (!flags.model.empty()) throw UsageError("give either --model CKPT (export) or --from-hf DIR (import), not both");
+    if (flags.output.empty()) throw UsageError("--from-hf needs -o CKPT (the checkpoint to write)");
+    interop::ImportOptions options{flags.from_hf, flags.output, flags.tokenizer};
+    interop::ImportSummary summary = interop::import_model(options);
+    log_info("export: imported ", summary.tensors, " tensors of a ", interop::hf_model_type(summary.family), " ",
+             interop::model_head_name(summary.head), " model from ", flags.from_hf, " into ", flags.output,
+             " (tokenizer ", summary.tokenizer, ")");
+    if (!summary.ignored.empty()) {
+      std::string list;
+      for (size_t i = 0; i < summary.ignored.size() && i < 6; ++i) list += (i ? ", " : "") + summary.ignored[i];
+      log_warning("export: left behind ", summary.ignored.size(), " tensors cabert's model does not take (", list,
+                  summary.ignored.size() > 6 ? ", ..." : "", "); a task head is trained afresh by finetune --init");
+    }
+    return;
+  }
+  if (flags.model.empty()) throw UsageError("give --model CKPT (export) or --from-hf DIR (import)");
+  if (flags.output.empty()) throw UsageError("--model needs -o DIR (the export directory)");
+  interop::ExportOptions options{flags.model, flags.output, flags.tokenizer};
+  interop::ExportSummary summary = interop::export_checkpoint(options);
+  if (summary.family != interop::HfFamily::kNone) {
+    log_info("export: ", summary.tensors, " tensors to ", flags.output, " (Hugging Face ", summary.architecture, ")");
+  } else {
+    log_info("export: ", summary.tensors, " tensors to ", flags.output, " under cabert's names (", summary.why_not, ")");
+  }
+  if (summary.generator) log_info("export: the ELECTRA generator to ", (fs::path(flags.output) / "generator").string());
+}
+
+}  // namespace
+
 void add_export(CLI::App& app) {
-  add_later_subcommand(app, "export", "Export a checkpoint to safetensors + config.json, draw kernels", "a later issue");
+  auto flags = std::make_shared<ExportFlags>();
+  CLI::App* command = app.add_subcommand(
+      "export", "Export a checkpoint to safetensors + config.json (Hugging Face classes where they exist), import "
+                "Hugging Face BERT / ELECTRA / ConvBERT models");
+  command->add_option("--model", flags->model, "Checkpoint to export");
+  command->add_option("--from-hf", flags->from_hf,
+                      "Import: a Hugging Face directory (config.json, model.safetensors, SentencePiece tokenizer)");
+  command->add_option("-o,--output", flags->output, "Export: the directory to write; import: the checkpoint to write");
+  command->add_option("--tokenizer", flags->tokenizer,
+                      "SentencePiece model, when the checkpoint's is not there (export) or the directory has none "
+                      "(import)");
+  command->add_option("--pictures", flags->pictures,
+                      "Draw PNG pictures into this directory: learned kernels of --model, attention maps and dynamic "
+                      "kernels for --sentence, curves of --metrics files");
+  command->add_option("--sentence", flags->sentence, "Pictures: the sentence for attention maps and dynamic kernels");
+  command->add_option("--metrics", flags->metrics, "Pictures: metrics.cabert files of pretrain / finetune runs")
+      ->expected(1, -1);
+  command->add_option("--labels", flags->labels, "Pictures: a legend label per --metrics file")->expected(1, -1);
+  command->add_option("--max-tokens", flags->max_tokens, "Pictures: tokens of --sentence kept, [CLS]/[SEP] included")
+      ->capture_default_str()->check(CLI::Range(3, 4096));
+  command->add_option("--max-offset", flags->max_offset, "Pictures: offsets -D..D of the attention-by-offset plot")
+      ->capture_default_str()->check(CLI::Range(1, 4096));
+  command->callback([command, flags] {
+    record_options(*command);
+    run_export(*flags);
+  });
 }
 
 }  // namespace cabert::cmd

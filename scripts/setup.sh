@@ -15,7 +15,7 @@ jobs=${CABERT_JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
           libsentencepiece-dev libcli11-dev libprotobuf-dev protobuf-compiler libzstd-dev
-          libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev)
+          libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
@@ -36,10 +36,11 @@ if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   echo "setup: installing $torch_spec into $venv (LibTorch for C++ comes with the wheel)" >&2
   "$venv/bin/pip" install --quiet "$torch_spec"
 fi
-# Python packages the tests compare cabert's files with (safetensors' own reader); cabert itself never uses them.
-if ! "$venv/bin/python" -c "import safetensors, numpy" 2>/dev/null; then
-  echo "setup: installing safetensors and numpy into $venv (test cross-checks)" >&2
-  "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy
+# Python packages the tests compare cabert's files with (safetensors' own reader, Hugging Face transformers'
+# BERT / ELECTRA / ConvBERT classes for `cabert export`); cabert itself never uses them.
+if ! "$venv/bin/python" -c "import safetensors, numpy, transformers" 2>/dev/null; then
+  echo "setup: installing safetensors, numpy and transformers into $venv (test cross-checks)" >&2
+  "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy "transformers==5.23.0"
 fi
 
 if [ ! -f "$build/build.ninja" ]; then

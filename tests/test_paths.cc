@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <sstream>
 
 namespace cabert::testing {
@@ -54,6 +55,38 @@ CommandResult run_command(const std::string& command) {
   result.out = read_text(out);
   result.err = read_text(err);
   return result;
+}
+
+std::string python_with(const std::string& modules) {
+  static std::map<std::string, std::string> found;
+  auto it = found.find(modules);
+  if (it != found.end()) return it->second;
+  const char* python = std::getenv("CABERT_PYTHON");
+#ifdef CABERT_PYTHON_DEFAULT
+  if (python == nullptr) python = CABERT_PYTHON_DEFAULT;
+#endif
+  std::string result;
+  if (python != nullptr && *python != '\0') {
+    std::string command = "'" + std::string(python) + "' -c 'import " + modules + "' >/dev/null 2>&1";
+    if (std::system(command.c_str()) == 0) result = python;
+  }
+  return found[modules] = result;
+}
+
+std::string run_python(const std::string& python, const std::string& script, const std::string& args) {
+  std::string command = "'" + python + "' '" + script + "' " + args + " 2>&1";
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    ADD_FAILURE() << "cannot run " << command;
+    return "";
+  }
+  std::string output;
+  char buffer[4096];
+  size_t got;
+  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
+  int status = pclose(pipe);
+  EXPECT_EQ(status, 0) << command << "\n" << output;
+  return output;
 }
 
 void write_text(const std::string& path, const std::string& text) {

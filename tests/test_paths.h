@@ -31,6 +31,12 @@ std::string data_error_message(const std::function<void()>& action);
 // The same for cabert::UsageError.
 std::string usage_error_message(const std::function<void()>& action);
 
+// $CABERT_PYTHON (else the build's CABERT_PYTHON_DEFAULT) when it can import every module of `modules`
+// (e.g. "safetensors, numpy"); "" otherwise, and the tests that need it skip. Probed once per module list.
+std::string python_with(const std::string& modules);
+// Runs `python script args...` (stdout and stderr together); a test failure when it exits non-zero.
+std::string run_python(const std::string& python, const std::string& script, const std::string& args);
+
 // Every record of a cabert file, after checking that it holds `type` records (e.g. "cabert.pb.TaskMetrics").
 template <typename Record>
 std::vector<Record> read_records(const std::string& path, const std::string& type) {

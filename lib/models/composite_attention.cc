@@ -62,7 +62,9 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
     scores = scores + ops::relative_position_scores(k, relative_key, {}, radius, scale).transpose(-1, -2);
   }
   if (mask.defined()) scores = scores + key_padding_bias(mask, scores.scalar_type());
-  torch::Tensor probabilities = attention_dropout(torch::softmax(scores, -1));
+  torch::Tensor probabilities = torch::softmax(scores, -1);
+  if (probe) probe->attention = probabilities.detach();
+  probabilities = attention_dropout(probabilities);
   torch::Tensor context = torch::matmul(probabilities, v).transpose(1, 2).reshape({B, T, hidden});
   if (depthwise_weight.defined()) {
     torch::Tensor conv = ops::depthwise_conv(v_flat, depthwise_weight, depthwise_bias, radius, mask);

@@ -45,7 +45,9 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   torch::Tensor q = split(q_flat), k = split(key(x)), v = split(value(x));
   torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_size));
   if (mask.defined()) scores = scores + key_padding_bias(mask, scores.scalar_type());
-  torch::Tensor probabilities = attention_dropout(torch::softmax(scores, -1));
+  torch::Tensor probabilities = torch::softmax(scores, -1);
+  if (probe) probe->attention = probabilities.detach();
+  probabilities = attention_dropout(probabilities);
   torch::Tensor context = torch::matmul(probabilities, v).transpose(1, 2).reshape({B, T, attention_width});
   if (kind == pb::NO_CONV) return context;
 
@@ -53,10 +55,15 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   if (kind == pb::DEPTHWISE_SEPARABLE) {
     conv = key_conv(x, mask);
   } else if (kind == pb::SDCONV) {
-    conv = ops::span_dynamic_conv(q_flat, key_conv(x, mask), conv_value(x), conv_kernel->weight, conv_kernel->bias,
-                                  heads, kernel / 2, mask);
+    torch::Tensor key_span = key_conv(x, mask);
+    if (probe) {  // the kernels span_dynamic_conv generates (Eq. 4), for the pictures
+      probe->conv_kernels = torch::softmax(conv_kernel(q_flat * key_span).view({B, T, heads, kernel}), -1).detach();
+    }
+    conv = ops::span_dynamic_conv(q_flat, key_span, conv_value(x), conv_kernel->weight, conv_kernel->bias, heads,
+                                  kernel / 2, mask);
   } else {
     torch::Tensor kernels = torch::softmax(conv_kernel(x).view({B, T, heads, kernel}), -1);
+    if (probe) probe->conv_kernels = kernels.detach();
     conv = ops::dynamic_conv(conv_value(x), kernels, kernel / 2, mask);
   }
   if (mask.defined()) conv = conv * mask.unsqueeze(-1).to(conv.scalar_type());

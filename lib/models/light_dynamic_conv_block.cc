@@ -46,6 +46,7 @@ torch::Tensor ConvBlockImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (dilated) return ops::dilated_depthwise_conv(y, weight, dilation, padding_left, mask);
   if (dynamic) {
     torch::Tensor kernels = torch::softmax(kernel_projection(y).view({y.size(0), y.size(1), heads, kernel}), -1);
+    if (probe) probe->conv_kernels = kernels.detach();
     kernels = torch::dropout(kernels, weight_dropout, is_training());
     return ops::dynamic_conv(y, kernels, padding_left, mask);
   }

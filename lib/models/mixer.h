@@ -24,6 +24,14 @@ struct MixerState {
   void reorder(const torch::Tensor& index);
 };
 
+// What a mixer shows when asked, for the pictures of the papers (lib/pictures): with `Mixer::probe` set, forward()
+// stores (detached) its attention probabilities [B, heads, T, T] and, for dynamic convolutions, the kernels it
+// generated [B, T, heads, K] (softmax-normalised, before weight dropout).
+struct MixerProbe {
+  torch::Tensor attention;
+  torch::Tensor conv_kernels;
+};
+
 class Mixer : public torch::nn::Module {
  public:
   // x [B, T, H], mask bool [B, T] (true = real token; undefined = no padding) -> [B, T, output_size()].
@@ -38,6 +46,8 @@ class Mixer : public torch::nn::Module {
   // mixer cannot decode step by step: the default says so with a UsageError.
   virtual bool decodes_incrementally() const { return false; }
   virtual torch::Tensor forward_step(const torch::Tensor& x_t, MixerState& state);
+
+  MixerProbe* probe = nullptr;  // not owned; null = record nothing
 };
 
 }  // namespace cabert::models

@@ -1,6 +1,6 @@
 # Exit codes and messages: 2 usage, 3 bad input, 128+signal; no half-written outputs.
 source "$(dirname "$0")/lib.sh"
-expect_exit 2 "planned in issue" "$CABERT" export
+expect_exit 2 "give --model CKPT (export) or --from-hf DIR (import)" "$CABERT" export
 expect_exit 2 "not expected: --no-such-flag" "$CABERT" tokenize encode -m x --no-such-flag
 expect_exit 2 "required" "$CABERT" tokenize train -i x
 expect_exit 2 "cannot open input file $work/missing.txt" "$CABERT" tokenize encode -m "$work/missing.txt"

@@ -12,8 +12,8 @@
 #include <sstream>
 
 #include "lib/core/errors.h"
+#include "tests/test_paths.h"
 
-// Self-contained (no tests/test_paths.h): it builds without protobuf, zstd or torch.
 namespace cabert::io {
 namespace {
 
@@ -376,41 +376,11 @@ TEST_F(Safetensors, OffsetsMustTileTheDataBufferExactly) {
 
 // ------------------------------------------------------------------- against the Python reference package
 
-// $CABERT_PYTHON (else the build's CABERT_PYTHON_DEFAULT, when defined) when it can import safetensors and
-// numpy; "" otherwise (the tests skip). Probed once per process: each Python start costs ~0.3 s.
-std::string reference_python() {
-  static const std::string found = [] {
-    const char* python = std::getenv("CABERT_PYTHON");
-#ifdef CABERT_PYTHON_DEFAULT
-    if (python == nullptr) python = CABERT_PYTHON_DEFAULT;
-#endif
-    if (python == nullptr || *python == '\0') return std::string();
-    std::string command = str("'", python, "' -c 'import safetensors, numpy' >/dev/null 2>&1");
-    return std::system(command.c_str()) == 0 ? std::string(python) : std::string();
-  }();
-  return found;
-}
-
-#define CABERT_REQUIRE_REFERENCE_PYTHON(python) \
-  std::string python = reference_python();      \
+#define CABERT_REQUIRE_REFERENCE_PYTHON(python)                  \
+  std::string python = ::cabert::testing::python_with("safetensors, numpy"); \
   if (python.empty()) GTEST_SKIP() << "CABERT_PYTHON unset or without safetensors+numpy: skipped"
 
-// Runs `python script args...`, returns stdout; a test failure when it exits non-zero.
-std::string run_python(const std::string& python, const std::string& script, const std::string& args) {
-  std::string command = str("'", python, "' '", script, "' ", args, " 2>&1");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) {
-    ADD_FAILURE() << "cannot run " << command;
-    return "";
-  }
-  std::string output;
-  char buffer[4096];
-  size_t got;
-  while ((got = fread(buffer, 1, sizeof buffer, pipe)) > 0) output.append(buffer, got);
-  int status = pclose(pipe);
-  EXPECT_EQ(status, 0) << command << "\n" << output;
-  return output;
-}
+using ::cabert::testing::run_python;
 
 const char* kFnvPython = R"(
 def fnv(data):

@@ -1,0 +1,38 @@
+// config.json of an exported model: the keys Hugging Face's family reads (BertConfig, ElectraConfig,
+// ConvBertConfig), or cabert's own for the families HF lacks, and a "cabert" block with the exact ModelConfig
+// (protobuf JSON), the checkpoint kind, head and task labels, so that an import restores the model exactly.
+// Reading a config written by transformers (no "cabert" block) rebuilds the ModelConfig from HF's keys.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "formats/model.pb.h"
+#include "lib/interop/hf_layout.h"
+
+namespace cabert::interop {
+
+// What config.json says about the checkpoint beyond the architecture.
+struct ExportFacts {
+  ModelHead head = ModelHead::kEncoder;
+  std::string checkpoint_kind;   // "pretrain" / "finetune"
+  std::string objective;         // "mlm", "electra", "span-corruption", ... ("" if unknown)
+  uint64_t step = 0;
+  std::string task;              // fine-tuned: the task name
+  std::vector<std::string> labels;  // classification labels in class order; empty for regression and spans
+  bool regression = false;
+  int64_t num_labels = 0;        // classification: labels, regression: 1
+};
+
+nlohmann::json export_config_json(const pb::ModelConfig& config, HfFamily family, const ExportFacts& facts);
+
+// The ModelConfig a config.json describes. Throws DataError "PATH: ..." naming the key for a model type cabert
+// cannot import, a missing or mistyped key, or a value cabert's models cannot compute (activation, segment
+// count, position type). `family` receives the HF family (kNone for a cabert-only export).
+pb::ModelConfig model_config_from_json(const nlohmann::json& json, const std::string& path, HfFamily* family);
+
+std::string model_config_to_json(const pb::ModelConfig& config);
+
+}  // namespace cabert::interop

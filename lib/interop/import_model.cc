@@ -1,0 +1,226 @@
+#include "lib/interop/import_model.h"
+
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "lib/core/errors.h"
+#include "lib/core/files.h"
+#include "lib/core/log.h"
+#include "lib/interop/export_model.h"
+#include "lib/interop/hf_config.h"
+#include "lib/interop/tokenizer_files.h"
+#include "lib/io/checkpoint_file.h"
+#include "lib/io/safetensors_torch.h"
+#include "lib/models/pretraining_models.h"
+#include "lib/models/seq2seq_model.h"
+#include "lib/text/tokenizer.h"
+
+namespace fs = std::filesystem;
+
+namespace cabert::interop {
+
+namespace {
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
+
+std::string weights_path(const fs::path& dir) {
+  fs::path path = dir / "model.safetensors";
+  if (fs::exists(path)) return path.string();
+  if (fs::exists(dir / "model.safetensors.index.json")) {
+    throw DataError(str(dir.string(), ": the weights are sharded (model.safetensors.index.json); cabert imports one "
+                                      "model.safetensors (save with max_shard_size larger than the model)"));
+  }
+  if (fs::exists(dir / "pytorch_model.bin")) {
+    throw DataError(str(dir.string(), ": the weights are a pickled pytorch_model.bin; cabert reads safetensors only "
+                                      "(save_pretrained(..., safe_serialization=True) writes model.safetensors)"));
+  }
+  throw DataError(str(dir.string(), ": no model.safetensors"));
+}
+
+// The tensor names of the file, looked up with HF's base prefix ("bert.") or without it (a base model's
+// save_pretrained writes "embeddings...." where a model with a head writes "bert.embeddings....").
+class HfNames {
+ public:
+  HfNames(const io::SafetensorsFile& file, std::string base_prefix) : base_(std::move(base_prefix)) {
+    for (const auto& info : file.tensors()) names_.insert(info.name);
+  }
+  // The name as stored, or "" when absent.
+  std::string find(const std::string& name) const {
+    if (names_.count(name)) return name;
+    if (!base_.empty() && name.rfind(base_, 0) == 0 && names_.count(name.substr(base_.size()))) {
+      return name.substr(base_.size());
+    }
+    return "";
+  }
+  bool has(const std::string& name) const { return !find(name).empty(); }
+  const std::set<std::string>& all() const { return names_; }
+
+ private:
+  std::string base_;
+  std::set<std::string> names_;
+};
+
+ModelHead hf_head(const HfNames& names) {
+  if (names.has("discriminator_predictions.dense_prediction.weight")) return ModelHead::kElectra;
+  if (names.has("cls.predictions.bias") || names.has("generator_lm_head.bias")) return ModelHead::kMlm;
+  return ModelHead::kEncoder;
+}
+
+// The tensors cabert's model for `head` has: names without "model/", with their shapes.
+io::NamedTensors expected_tensors(const pb::ModelConfig& config, ModelHead head, bool with_generator) {
+  torch::NoGradGuard no_grad;
+  if (config.has_seq2seq()) return io::module_tensors(*models::Seq2SeqModel(config), "");
+  switch (head) {
+    case ModelHead::kMlm: return io::module_tensors(*models::MlmModel(config), "");
+    case ModelHead::kElectra: {
+      io::NamedTensors all = io::module_tensors(*models::ElectraModel(config), ""), kept;
+      for (auto& entry : all) {
+        const bool generator = entry.first.rfind("generator", 0) == 0;
+        if (with_generator || !generator) kept.push_back(std::move(entry));
+      }
+      return kept;
+    }
+    default: return io::module_tensors(*models::Encoder(config), "encoder.");
+  }
+}
+
+// A tied output embedding stored anyway must equal what it is tied to.
+void check_tied(const io::SafetensorsFile& file, const HfNames& names, const std::string& copy,
+                const std::string& original) {
+  const std::string stored = names.find(copy), source = names.find(original);
+  if (stored.empty() || source.empty()) return;
+  if (!torch::equal(io::read_tensor(file, stored), io::read_tensor(file, source))) {
+    throw DataError(str(file.path(), ": tensor '", stored, "' differs from '", source,
+                        "'; cabert ties the output embedding to the input embedding and cannot import untied ones"));
+  }
+}
+
+}  // namespace
+
+std::string imported_tokenizer_path(const std::string& checkpoint) {
+  fs::path path(checkpoint);
+  if (path.extension() == ".cabert") path.replace_extension();
+  return path.string() + ".tokenizer.model";
+}
+
+ImportSummary import_model(const ImportOptions& options) {
+  const fs::path dir(options.hf_dir);
+  if (!fs::is_directory(dir)) throw UsageError(str("--from-hf ", options.hf_dir, ": not a directory"));
+  const std::string config_path = (dir / "config.json").string();
+  if (!fs::exists(config_path)) throw DataError(str(options.hf_dir, ": no config.json"));
+  nlohmann::json config_json;
+  try {
+    config_json = nlohmann::json::parse(read_file(config_path));
+  } catch (const nlohmann::json::parse_error& error) {
+    throw DataError(str(config_path, ": not valid JSON at byte ", error.byte));
+  }
+  ImportSummary summary;
+  pb::ModelConfig config = model_config_from_json(config_json, config_path, &summary.family);
+  io::SafetensorsFile file(weights_path(dir));
+  HfNames names(file, summary.family == HfFamily::kNone ? "" : hf_base_prefix(summary.family));
+
+  std::vector<TensorLink> links;
+  if (summary.family != HfFamily::kNone) {
+    summary.head = hf_head(names);
+    HfTarget target = hf_target(config, summary.head);
+    if (target.family != summary.family) {
+      throw DataError(str(config_path, ": cabert cannot compute this ", hf_model_type(summary.family), " model: ",
+                          target.family == HfFamily::kNone ? target.why_not
+                                                           : str("it maps to ", hf_model_type(target.family))));
+    }
+    links = hf_links(config, summary.family, summary.head);
+  } else {
+    if (!config.has_seq2seq()) {
+      summary.head = detect_head([&] {
+        std::map<std::string, torch::Tensor> present;
+        for (const auto& name : names.all()) present.emplace(name, torch::Tensor());
+        return present;
+      }());
+    }
+    if (summary.head == ModelHead::kClassification || summary.head == ModelHead::kSpan) summary.head = ModelHead::kEncoder;
+  }
+  std::map<std::string, TensorLink> link_of;
+  for (const auto& link : links) link_of[link.cabert] = link;
+
+  const bool with_generator = summary.family == HfFamily::kNone && names.has("generator_head.bias");
+  io::NamedTensors tensors;
+  std::set<std::string> used;
+  for (const auto& [name, module_tensor] : expected_tensors(config, summary.head, with_generator)) {
+    TensorLink link{name, name, Reshape::kSame};
+    if (summary.family != HfFamily::kNone) {
+      auto it = link_of.find(name);
+      if (it == link_of.end()) continue;  // not part of the HF model (cannot happen for the encoder)
+      link = it->second;
+    }
+    const std::string stored = names.find(link.hf);
+    if (stored.empty()) {
+      throw DataError(str(file.path(), ": no tensor '", link.hf, "', which the model config.json describes needs"));
+    }
+    torch::Tensor tensor = io::read_tensor(file, stored);
+    if (!tensor.is_floating_point()) {
+      throw DataError(str(file.path(), ": tensor '", stored, "' has dtype ", safe_dtype_name(file.info(stored).dtype),
+                          "; expected floating-point weights"));
+    }
+    const std::vector<int64_t> want = hf_shape(module_tensor.sizes().vec(), link.reshape);
+    if (tensor.sizes().vec() != want) {
+      throw DataError(str(file.path(), ": tensor '", stored, "' has shape ", shape_text(tensor.sizes().vec()), " but ",
+                          config_path, " describes ", shape_text(want)));
+    }
+    tensors.emplace_back("model/" + name,
+                         from_hf_layout(tensor.to(module_tensor.scalar_type()), link.reshape).contiguous());
+    used.insert(stored);
+  }
+  if (summary.family == HfFamily::kBert) {
+    check_tied(file, names, "cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight");
+    check_tied(file, names, "cls.predictions.decoder.bias", "cls.predictions.bias");
+  } else if (summary.family != HfFamily::kNone) {
+    check_tied(file, names, "generator_lm_head.weight", hf_base_prefix(summary.family) + "embeddings.word_embeddings.weight");
+  }
+  for (const auto& name : names.all()) {
+    if (!used.count(name)) summary.ignored.push_back(name);
+  }
+  summary.tensors = tensors.size();
+
+  // The tokenizer: checked (cabert's special ids, the model's vocabulary size) before anything is written.
+  const std::string source = options.tokenizer.empty() ? find_sentencepiece_model(options.hf_dir) : options.tokenizer;
+  {
+    text::Tokenizer check(source);
+    if (check.vocab_size() != config.vocab_size()) {
+      throw DataError(str(source, ": the tokenizer has ", check.vocab_size(), " pieces, ", config_path,
+                          " says vocab_size ", config.vocab_size()));
+    }
+  }
+  summary.tokenizer = fs::absolute(imported_tokenizer_path(options.output)).string();
+  write_file_atomically(summary.tokenizer, read_file(source));
+  text::Tokenizer tokenizer(summary.tokenizer);
+
+  pb::CheckpointInfo info;
+  info.set_kind("pretrain");
+  *info.mutable_model() = config;
+  info.set_tokenizer(summary.tokenizer);
+  info.set_tokenizer_checksum(tokenizer.checksum());
+  auto block = config_json.find("cabert");
+  if (block != config_json.end() && block->contains("step") && (*block)["step"].is_number_unsigned()) {
+    info.set_step((*block)["step"].get<uint64_t>());
+  }
+  auto& meta = *info.mutable_metadata();
+  meta["objective"] = summary.head == ModelHead::kMlm ? "mlm" : summary.head == ModelHead::kElectra ? "electra" : "none";
+  if (block != config_json.end() && block->contains("objective") && (*block)["objective"].is_string() &&
+      !(*block)["objective"].get<std::string>().empty()) {
+    meta["objective"] = (*block)["objective"].get<std::string>();
+  }
+  meta["imported_from"] = fs::absolute(dir).lexically_normal().string();
+  meta["imported_model_type"] = hf_model_type(summary.family);
+  io::save_checkpoint(options.output, info, tensors);
+  return summary;
+}
+
+}  // namespace cabert::interop

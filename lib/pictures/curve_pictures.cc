@@ -1,0 +1,95 @@
+#include "lib/pictures/curve_pictures.h"
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "formats/metrics.pb.h"
+#include "formats/task.pb.h"
+#include "lib/core/errors.h"
+#include "lib/io/record_file.h"
+
+namespace cabert::pictures {
+
+namespace {
+
+// phase -> value name -> run label -> points
+using Curves = std::map<std::string, std::map<std::string, std::map<std::string, plot::Series>>>;
+
+std::string run_label(const MetricsRun& run) {
+  if (!run.label.empty()) return run.label;
+  auto parent = std::filesystem::absolute(run.path).lexically_normal().parent_path();
+  return parent.filename().string();
+}
+
+void add_point(Curves& curves, const std::string& phase, const std::string& name, const std::string& label,
+               double x, double y) {
+  plot::Series& series = curves[phase][name][label];
+  series.label = label;
+  series.x.push_back(x);
+  series.y.push_back(y);
+}
+
+bool loss_like(const std::string& name) {
+  return name.find("loss") != std::string::npos || name.find("perplexity") != std::string::npos;
+}
+
+NamedFigure phase_figure(const std::string& phase, const std::map<std::string, std::map<std::string, plot::Series>>& values,
+                         const std::string& x_label, const std::string& title) {
+  plot::Figure figure;
+  figure.title = title;
+  figure.columns = grid_columns(values.size(), 3);
+  for (const auto& [name, runs] : values) {
+    plot::LineChart chart;
+    chart.x_label = x_label, chart.y_label = name;
+    bool positive = true;
+    for (const auto& [label, series] : runs) {
+      for (double y : series.y) positive = positive && std::isfinite(y) && y > 0;
+      chart.series.push_back(series);
+    }
+    chart.log_y = loss_like(name) && positive;
+    for (const auto& series : chart.series) chart.markers = chart.markers || series.x.size() <= 30;
+    figure.panels.push_back({name, chart});
+  }
+  return {"curves_" + phase + ".png", figure};
+}
+
+}  // namespace
+
+std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
+  Curves training, tasks;
+  for (const auto& run : runs) {
+    io::RecordReader reader(run.path);
+    const std::string label = run_label(run);
+    const std::string& type = reader.header().message_type();
+    if (type == "cabert.pb.MetricsRecord") {
+      pb::MetricsRecord record;
+      while (reader.next(&record)) {
+        for (const auto& [name, value] : record.values()) {
+          add_point(training, record.phase(), name, label, static_cast<double>(record.step()), value);
+        }
+      }
+    } else if (type == "cabert.pb.TaskMetrics") {
+      pb::TaskMetrics record;
+      while (reader.next(&record)) {
+        if (record.kind() != pb::TaskMetrics::EPOCH) continue;
+        const std::string series = runs.size() > 1 || record.run() > 0 ? str(label, " run ", record.run() + 1) : label;
+        add_point(tasks, "dev", str(record.task(), " dev score"), series, record.epoch(), record.score());
+        add_point(tasks, "dev", str(record.task(), " train loss"), series, record.epoch(), record.train_loss());
+      }
+    } else {
+      throw DataError(str(run.path, ": expected training metrics (metrics.cabert of pretrain or finetune), got ",
+                          type.empty() ? "another file" : type));
+    }
+  }
+  std::vector<NamedFigure> figures;
+  for (const auto& [phase, values] : training) {
+    figures.push_back(phase_figure(phase, values, "step", str("training curves: ", phase)));
+  }
+  for (const auto& [phase, values] : tasks) {
+    figures.push_back(phase_figure(phase, values, "epoch", "fine-tuning: dev score and training loss per epoch"));
+  }
+  return figures;
+}
+
+}  // namespace cabert::pictures
