@@ -30,9 +30,9 @@ struct ExportFlags {
   int64_t max_offset = 8;
 };
 
-// The model's name in picture titles: its config name and the checkpoint file.
+// The model's name in picture titles: its config name and the checkpoint's step.
 std::string picture_model_name(const io::Checkpoint& checkpoint) {
-  return str(checkpoint.info.model().name(), " [", fs::path(checkpoint.path).filename().string(), "]");
+  return str(checkpoint.info.model().name(), " (", checkpoint.info.kind(), " step ", checkpoint.info.step(), ")");
 }
 
 void draw_pictures(const ExportFlags& flags) {

@@ -1,8 +1,10 @@
 #include "lib/pictures/curve_pictures.h"
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <set>
 
 #include "formats/metrics.pb.h"
 #include "formats/task.pb.h"
@@ -58,10 +60,13 @@ NamedFigure phase_figure(const std::string& phase, const std::map<std::string, s
 
 std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
   Curves training, tasks;
+  std::set<std::string> models;  // named in the titles
   for (const auto& run : runs) {
     io::RecordReader reader(run.path);
     const std::string label = run_label(run);
     const std::string& type = reader.header().message_type();
+    auto model = reader.header().metadata().find("model");
+    if (model != reader.header().metadata().end() && !model->second.empty()) models.insert(model->second);
     if (type == "cabert.pb.MetricsRecord") {
       pb::MetricsRecord record;
       while (reader.next(&record)) {
@@ -70,24 +75,32 @@ std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
         }
       }
     } else if (type == "cabert.pb.TaskMetrics") {
+      std::vector<pb::TaskMetrics> epochs;
       pb::TaskMetrics record;
+      uint32_t last_run = 0;
       while (reader.next(&record)) {
         if (record.kind() != pb::TaskMetrics::EPOCH) continue;
-        const std::string series = runs.size() > 1 || record.run() > 0 ? str(label, " run ", record.run() + 1) : label;
-        add_point(tasks, "dev", str(record.task(), " dev score"), series, record.epoch(), record.score());
-        add_point(tasks, "dev", str(record.task(), " train loss"), series, record.epoch(), record.train_loss());
+        last_run = std::max(last_run, record.run());
+        epochs.push_back(record);
+      }
+      for (const auto& epoch : epochs) {  // a series per run when the file holds several (--runs N)
+        const std::string series = last_run > 0 ? str(label, " run ", epoch.run() + 1) : label;
+        add_point(tasks, "dev", str(epoch.task(), " dev score"), series, epoch.epoch(), epoch.score());
+        add_point(tasks, "dev", str(epoch.task(), " train loss"), series, epoch.epoch(), epoch.train_loss());
       }
     } else {
       throw DataError(str(run.path, ": expected training metrics (metrics.cabert of pretrain or finetune), got ",
                           type.empty() ? "another file" : type));
     }
   }
+  std::string names;
+  for (const auto& name : models) names += (names.empty() ? ": " : ", ") + name;
   std::vector<NamedFigure> figures;
   for (const auto& [phase, values] : training) {
-    figures.push_back(phase_figure(phase, values, "step", str("training curves: ", phase)));
+    figures.push_back(phase_figure(phase, values, "step", str("training curves (", phase, ")", names)));
   }
   for (const auto& [phase, values] : tasks) {
-    figures.push_back(phase_figure(phase, values, "epoch", "fine-tuning: dev score and training loss per epoch"));
+    figures.push_back(phase_figure(phase, values, "epoch", str("fine-tuning: dev score and training loss per epoch", names)));
   }
   return figures;
 }

@@ -70,7 +70,7 @@ NamedFigure conv_kernel_maps(const ProbedLayer& layer, const std::vector<std::st
   torch::Tensor kernels = layer.probe.conv_kernels[0];  // [T, heads, K]
   const int64_t K = kernels.size(2);
   plot::Figure figure;
-  figure.title = str(model_name, ": dynamic convolution kernels per position, ", layer_title(layer));
+  figure.title = str(model_name, ": conv kernels, ", layer_title(layer));
   figure.columns = grid_columns(kernels.size(1));
   figure.panel_height = 520;
   for (int64_t h = 0; h < kernels.size(1); ++h) {

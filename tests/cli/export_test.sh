@@ -46,6 +46,19 @@ head -n 51 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
 grep -q "Hugging Face ConvBertModel" "$work/ft.err" || fail "fine-tuned export: $(cat "$work/ft.err")"
 grep -q '"SST-2"' "$work/ft-hf/config.json" || fail "the fine-tuned export does not name its task"
 
+# Pictures: the ConvBERT's attention maps and span-based dynamic kernels for a sentence; both runs' curves.
+"$CABERT" -q export --model "$checkpoint" --pictures "$work/pics" --sentence "Alice was beginning to get very tired."
+"$CABERT" -q export --metrics "$work/pt/metrics.cabert" "$work/ft/metrics.cabert" --labels pretrain finetune \
+  --pictures "$work/pics"
+for picture in attention_layer0 attention_layer1 conv_kernels_layer0 conv_kernels_layer1 attention_by_offset \
+               curves_train curves_dev; do
+  [ "$(head -c 8 "$work/pics/$picture.png" | od -An -tx1 | tr -d ' ')" = "89504e470d0a1a0a" ] ||
+    fail "$picture.png is not a PNG: $(ls "$work/pics")"
+done
+expect_exit 2 "--pictures: nothing to draw" "$CABERT" export --model "$checkpoint" --pictures "$work/none"
+expect_exit 2 "--labels: expected one label per --metrics file" "$CABERT" export --metrics "$work/pt/metrics.cabert" \
+  --labels a b --pictures "$work/none"
+
 # Bad input: exit 3, the file named, no checkpoint left behind.
 printf 'not safetensors' > "$work/hf/model.safetensors"
 expect_exit 3 "$work/hf/model.safetensors: at byte offset 0" "$CABERT" export --from-hf "$work/hf" -o "$work/bad.cabert"
