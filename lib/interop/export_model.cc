@@ -152,6 +152,11 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
   ExportSummary summary;
   summary.head = config.has_seq2seq() ? ModelHead::kEncoder : detect_head(tensors);
   HfTarget target = hf_target(config, summary.head);
+  // A model imported from ELECTRA's classes goes back to them (with E = H, BERT's would compute it too).
+  auto imported = checkpoint.info.metadata().find("imported_model_type");
+  if (target.family == HfFamily::kBert && imported != checkpoint.info.metadata().end() && imported->second == "electra") {
+    target.family = HfFamily::kElectra;
+  }
   summary.family = target.family;
   summary.why_not = target.why_not;
   ExportFacts facts = export_facts(checkpoint, summary.head, tensors);

@@ -131,7 +131,9 @@ ImportSummary import_model(const ImportOptions& options) {
   if (summary.family != HfFamily::kNone) {
     summary.head = hf_head(names);
     HfTarget target = hf_target(config, summary.head);
-    if (target.family != summary.family) {
+    // An ELECTRA with E = H computes what BERT computes: it keeps ELECTRA's names.
+    const bool same_maths = summary.family == HfFamily::kElectra && target.family == HfFamily::kBert;
+    if (target.family != summary.family && !same_maths) {
       throw DataError(str(config_path, ": cabert cannot compute this ", hf_model_type(summary.family), " model: ",
                           target.family == HfFamily::kNone ? target.why_not
                                                            : str("it maps to ", hf_model_type(target.family))));

@@ -1,6 +1,6 @@
 """Hugging Face transformers as the independent reference for `cabert export` (tests/unit/interop/).
 
-  make DIR TOKENIZER     builds BERT, ConvBERT and ELECTRA models with random weights in DIR/<name>/ (save_pretrained,
+  make DIR TOKENIZER     builds BERT, ConvBERT and ELECTRA (discriminator, E = H masked LM) models with random weights in DIR/<name>/ (save_pretrained,
                          the tokenizer copied in as tokenizer.model) and their outputs on fixed ids in
                          DIR/<name>/reference.safetensors, for the import test.
   compare CASES.json     loads each export with transformers' own class and compares its outputs with the ones
@@ -48,6 +48,8 @@ def make(directory, tokenizer):
         "convbert": transformers.ConvBertForMaskedLM(transformers.ConvBertConfig(
             **common, embedding_size=16, head_ratio=2, conv_kernel_size=5, num_groups=2)),
         "electra": transformers.ElectraForPreTraining(transformers.ElectraConfig(**common, embedding_size=16)),
+        # E = H: BERT's maths under ELECTRA's names (the import keeps them).
+        "electra-mlm": transformers.ElectraForMaskedLM(transformers.ElectraConfig(**common, embedding_size=32)),
     }
     for seed, (name, model) in enumerate(models.items()):
         randomise(model, seed + 1)

@@ -72,7 +72,7 @@ TEST_F(HfImport, ModelsBuiltByTransformersComeInWithTheirOutputsAndGoOutUnchange
   // Tied copies HF may store beside the tensor they are tied to (cabert keeps one).
   const std::set<std::string> tied = {"cls.predictions.decoder.weight", "cls.predictions.decoder.bias",
                                       "generator_lm_head.weight"};
-  for (const std::string name : {"bert", "convbert", "electra"}) {
+  for (const std::string name : {"bert", "convbert", "electra", "electra-mlm"}) {
     SCOPED_TRACE(name);
     ImportSummary summary = import_model({path(name), path(name + ".cabert"), ""});
     EXPECT_EQ(summary.head, name == "electra" ? ModelHead::kElectra : ModelHead::kMlm);
@@ -106,6 +106,10 @@ TEST_F(HfImport, ModelsBuiltByTransformersComeInWithTheirOutputsAndGoOutUnchange
 
     // Out again: the same tensors under the same names.
     export_checkpoint({path(name + ".cabert"), path(name + ".again"), ""});
+    auto model_type = [&](const std::string& dir) {
+      return nlohmann::json::parse(testing::read_text(path(dir + "/config.json")))["model_type"];
+    };
+    EXPECT_EQ(model_type(name + ".again"), model_type(name));
     auto original = read_all(path(name + "/model.safetensors"));
     auto again = read_all(path(name + ".again/model.safetensors"));
     for (const auto& [tensor_name, tensor] : original) {
