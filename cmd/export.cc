@@ -120,7 +120,7 @@ void add_export(CLI::App& app) {
   auto flags = std::make_shared<ExportFlags>();
   CLI::App* command = app.add_subcommand(
       "export", "Export a checkpoint to safetensors + config.json (Hugging Face classes where they exist), import "
-                "Hugging Face BERT / ELECTRA / ConvBERT models");
+                "Hugging Face BERT / ELECTRA / ConvBERT models, draw the papers' pictures (PNG)");
   command->add_option("--model", flags->model, "Checkpoint to export");
   command->add_option("--from-hf", flags->from_hf,
                       "Import: a Hugging Face directory (config.json, model.safetensors, SentencePiece tokenizer)");
