@@ -76,22 +76,22 @@ std::vector<NamedFigure> kernel_figures(const pb::ModelConfig& config,
     for (auto* list : {&kernels.relative, &kernels.depthwise, &kernels.lightconv}) {
       std::sort(list->begin(), list->end(), [](const auto& a, const auto& b) { return a.layer < b.layer; });
     }
-    const std::string where = str(model_name, " (", group, ")");
+    const std::string where = group == "encoder" ? model_name : str(model_name, ", ", group);
     if (!kernels.relative.empty()) {
       figures.push_back({file_name(group, "relative_kernels.png"),
-                         kernel_grid(kernels.relative, str(where, ": learned relative-position weights beta_h, raw"), false)});
+                         kernel_grid(kernels.relative, str(where, ": relative-position weights \u03b2_h"), false)});
       figures.push_back({file_name(group, "relative_kernels_softmax.png"),
-                         kernel_grid(kernels.relative, str(where, ": softmax of beta_h over offsets"), true)});
+                         kernel_grid(kernels.relative, str(where, ": softmax of \u03b2_h over offsets"), true)});
     }
     if (!kernels.depthwise.empty()) {
       figures.push_back({file_name(group, "depthwise_value_kernels.png"),
-                         kernel_grid(kernels.depthwise, str(where, ": depthwise value kernels, mean over each head's channels x s_h"), false)});
+                         kernel_grid(kernels.depthwise, str(where, ": depthwise value kernels (head mean x s_h)"), false)});
     }
     if (!kernels.lightconv.empty()) {
       figures.push_back({file_name(group, "lightconv_kernels.png"),
-                         kernel_grid(kernels.lightconv, str(where, ": lightweight convolution weights, raw"), false)});
+                         kernel_grid(kernels.lightconv, str(where, ": lightweight conv weights"), false)});
       figures.push_back({file_name(group, "lightconv_kernels_softmax.png"),
-                         kernel_grid(kernels.lightconv, str(where, ": lightweight convolution kernels (softmax)"), true)});
+                         kernel_grid(kernels.lightconv, str(where, ": lightweight conv kernels (softmax)"), true)});
     }
   }
   return figures;

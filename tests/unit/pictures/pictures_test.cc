@@ -89,7 +89,7 @@ TEST(Pictures, KernelFiguresComeFromTheCheckpointTensors) {
   EXPECT_EQ(raw.rows, config.num_heads());
   EXPECT_EQ(raw.cols, 2 * config.attention().relative_radius() + 1);
   EXPECT_EQ(raw.values[1 * raw.cols + 0], 5.0);
-  EXPECT_EQ(figures[0].figure.title, "bert-tiny-composite-depthwise (encoder): learned relative-position weights beta_h, raw");
+  EXPECT_EQ(figures[0].figure.title, "bert-tiny-composite-depthwise: relative-position weights \u03b2_h");
   // The depthwise picture is each head's mean kernel times its scale.
   torch::Tensor w = tensors["encoder.stack.layers.0.attention.depthwise_weight"];
   torch::Tensor expected = w.view({config.num_heads(), -1, w.size(1)}).mean(1) *
