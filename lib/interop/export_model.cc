@@ -129,11 +129,11 @@ std::map<std::string, torch::Tensor> model_tensors(const io::Checkpoint& checkpo
   return out;
 }
 
-ModelHead detect_head(const std::map<std::string, torch::Tensor>& tensors) {
-  if (tensors.count("discriminator_out.weight")) return ModelHead::kElectra;
-  if (tensors.count("mlm_head.bias")) return ModelHead::kMlm;
-  if (tensors.count("head.4.weight")) return ModelHead::kClassification;
-  if (tensors.count("head.0.weight")) return ModelHead::kSpan;
+ModelHead detect_head(const std::function<bool(const std::string&)>& has) {
+  if (has("discriminator_out.weight")) return ModelHead::kElectra;
+  if (has("mlm_head.bias")) return ModelHead::kMlm;
+  if (has("head.4.weight")) return ModelHead::kClassification;
+  if (has("head.0.weight")) return ModelHead::kSpan;
   return ModelHead::kEncoder;
 }
 
@@ -150,7 +150,8 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
 
   std::map<std::string, torch::Tensor> tensors = model_tensors(checkpoint);
   ExportSummary summary;
-  summary.head = config.has_seq2seq() ? ModelHead::kEncoder : detect_head(tensors);
+  summary.head = config.has_seq2seq() ? ModelHead::kEncoder
+                                      : detect_head([&](const std::string& name) { return tensors.count(name) > 0; });
   HfTarget target = hf_target(config, summary.head);
   // A model imported from ELECTRA's classes goes back to them (with E = H, BERT's would compute it too).
   auto imported = checkpoint.info.metadata().find("imported_model_type");
@@ -186,6 +187,10 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
   write_model_dir(options.output_dir, exported, config_json, tokenizer, config.max_length(),
                   loading_readme(target.family, summary.architecture, facts, target.why_not, !generator.empty()));
 
+  const fs::path generator_dir = fs::path(options.output_dir) / "generator";
+  if (generator.empty() && fs::exists(generator_dir / "config.json")) {
+    fs::remove_all(generator_dir);  // an earlier export's generator would belong to another model
+  }
   if (!generator.empty()) {
     // The generator shares the discriminator's embeddings: the export copies them into its directory.
     for (const auto& [name, tensor] : tensors) {
@@ -204,7 +209,7 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
       for (const auto& [name, tensor] : generator) g_exported.emplace_back(name, tensor);
     }
     nlohmann::json g_json = export_config_json(g, g_target.family, g_facts);
-    write_model_dir((fs::path(options.output_dir) / "generator").string(), g_exported, g_json, tokenizer,
+    write_model_dir(generator_dir.string(), g_exported, g_json, tokenizer,
                     config.max_length(),
                     loading_readme(g_target.family, g_json["architectures"][0].get<std::string>(), g_facts,
                                    g_target.why_not, false));

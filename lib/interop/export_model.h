@@ -10,6 +10,7 @@
 
 #include <torch/torch.h>
 
+#include <functional>
 #include <map>
 #include <string>
 
@@ -36,8 +37,9 @@ struct ExportSummary {
 
 ExportSummary export_checkpoint(const ExportOptions& options);
 
-// The checkpoint's model tensors ("model/" stripped), and what they hold on top of the encoder.
+// The checkpoint's model tensors ("model/" stripped), and what they hold on top of the encoder, told by which
+// tensor names exist (`has`).
 std::map<std::string, torch::Tensor> model_tensors(const io::Checkpoint& checkpoint);
-ModelHead detect_head(const std::map<std::string, torch::Tensor>& tensors);
+ModelHead detect_head(const std::function<bool(const std::string&)>& has);
 
 }  // namespace cabert::interop

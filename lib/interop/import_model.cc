@@ -141,11 +141,7 @@ ImportSummary import_model(const ImportOptions& options) {
     links = hf_links(config, summary.family, summary.head);
   } else {
     if (!config.has_seq2seq()) {
-      summary.head = detect_head([&] {
-        std::map<std::string, torch::Tensor> present;
-        for (const auto& name : names.all()) present.emplace(name, torch::Tensor());
-        return present;
-      }());
+      summary.head = detect_head([&](const std::string& name) { return names.has(name); });
     }
     if (summary.head == ModelHead::kClassification || summary.head == ModelHead::kSpan) summary.head = ModelHead::kEncoder;
   }

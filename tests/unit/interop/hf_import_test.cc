@@ -133,9 +133,11 @@ TEST_F(HfImport, CabertOnlyModelsKeepTheirNamesAndComeBackExactly) {
   info.set_tokenizer_checksum(tokenizer.checksum());
   io::NamedTensors tensors = io::module_tensors(*model);
   io::save_checkpoint(path("composite.cabert"), info, tensors);
+  testing::write_text(path("composite/generator/config.json"), "{}");  // an earlier ELECTRA export's generator
   ExportSummary summary = export_checkpoint({path("composite.cabert"), path("composite"), ""});
   EXPECT_EQ(summary.family, HfFamily::kNone);
   EXPECT_EQ(summary.architecture, "cabert/mlm");
+  EXPECT_FALSE(fs::exists(path("composite/generator"))) << "a stale generator/ stayed beside another model";
   EXPECT_NE(summary.why_not.find("'composite'"), std::string::npos) << summary.why_not;
 
   auto exported = read_all(path("composite/model.safetensors"));
