@@ -154,22 +154,19 @@ std::vector<NamedFigure> sentence_figures(const io::Checkpoint& checkpoint, cons
   torch::NoGradGuard no_grad;
   torch::Tensor input = torch::tensor(std::vector<int64_t>(ids.begin(), ids.end()), torch::kLong).unsqueeze(0);
   torch::Tensor mask = torch::ones_like(input, torch::kBool);
-  std::shared_ptr<torch::nn::Module> model;
-  std::vector<ProbedLayer> layers;
+  std::vector<ProbedLayer> layers;  // holds the mixers (and their probes) after the model goes
   if (seq2seq) {
     models::Seq2SeqModel s2s(config);
     io::restore_module(*s2s, checkpoint);
     s2s->eval();
     layers = attach_probes(*s2s);
     s2s->encode(input, mask);
-    model = s2s.ptr();
   } else {
     models::Encoder encoder(config);
     io::restore_module(*encoder, checkpoint, "model/encoder.", "");
     encoder->eval();
     layers = attach_probes(*encoder);
     encoder->forward(input, torch::zeros_like(input), mask);
-    model = encoder.ptr();
   }
   std::vector<NamedFigure> figures;
   std::vector<const ProbedLayer*> attending;

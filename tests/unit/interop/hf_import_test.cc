@@ -37,19 +37,27 @@ class HfImport : public ::testing::Test {
   void SetUp() override { dir_ = testing::temp_dir(); }
   std::string path(const std::string& name) const { return dir_ + "/" + name; }
 
+  // A freshly initialised MLM model of `config` (its vocabulary set to the Alice tokenizer's) saved as a
+  // pre-training checkpoint; returns its tensors.
+  io::NamedTensors save_mlm(const std::string& file, pb::ModelConfig* config) {
+    text::Tokenizer tokenizer(alice_tokenizer());
+    config->set_vocab_size(tokenizer.vocab_size());
+    models::MlmModel model(*config);
+    pb::CheckpointInfo info;
+    info.set_kind("pretrain");
+    *info.mutable_model() = *config;
+    info.set_tokenizer(tokenizer.path());
+    info.set_tokenizer_checksum(tokenizer.checksum());
+    io::NamedTensors tensors = io::module_tensors(*model);
+    io::save_checkpoint(path(file), info, tensors);
+    return tensors;
+  }
+
   // A cabert MLM model (BERT family, E = H: HF's BertForMaskedLM) exported to <name>/.
   void export_bert(const std::string& name) {
     pb::ModelConfig config = config::preset_config("bert-tiny-absolute");
-    text::Tokenizer tokenizer(alice_tokenizer());
-    config.set_vocab_size(tokenizer.vocab_size());
     config.set_embedding_size(config.hidden_size());
-    models::MlmModel model(config);
-    pb::CheckpointInfo info;
-    info.set_kind("pretrain");
-    *info.mutable_model() = config;
-    info.set_tokenizer(tokenizer.path());
-    info.set_tokenizer_checksum(tokenizer.checksum());
-    io::save_checkpoint(path(name + ".cabert"), info, io::module_tensors(*model));
+    save_mlm(name + ".cabert", &config);
     export_checkpoint({path(name + ".cabert"), path(name), ""});
   }
   std::string import_error(const std::string& name) {
@@ -123,16 +131,8 @@ TEST_F(HfImport, ModelsBuiltByTransformersComeInWithTheirOutputsAndGoOutUnchange
 
 TEST_F(HfImport, CabertOnlyModelsKeepTheirNamesAndComeBackExactly) {
   pb::ModelConfig config = config::preset_config("bert-tiny-composite");
+  io::NamedTensors tensors = save_mlm("composite.cabert", &config);
   text::Tokenizer tokenizer(alice_tokenizer());
-  config.set_vocab_size(tokenizer.vocab_size());
-  models::MlmModel model(config);
-  pb::CheckpointInfo info;
-  info.set_kind("pretrain");
-  *info.mutable_model() = config;
-  info.set_tokenizer(tokenizer.path());
-  info.set_tokenizer_checksum(tokenizer.checksum());
-  io::NamedTensors tensors = io::module_tensors(*model);
-  io::save_checkpoint(path("composite.cabert"), info, tensors);
   testing::write_text(path("composite/generator/config.json"), "{}");  // an earlier ELECTRA export's generator
   ExportSummary summary = export_checkpoint({path("composite.cabert"), path("composite"), ""});
   EXPECT_EQ(summary.family, HfFamily::kNone);
