@@ -384,7 +384,9 @@ void add_evaluate(CLI::App& app) {
   sub->add_option("--summarize", command->summarize,
                   "Merge metrics records (files or directories) into one table: models x tasks + GLUE score");
   sub->add_option("--format", command->format, "--summarize output: markdown, tsv or json")->capture_default_str();
-  sub->add_option("--aggregate", command->aggregate, "--summarize: several runs of a model/task -> mean (+- SEM) or best")
+  sub->add_option("--aggregate", command->aggregate,
+                  "--summarize: several runs of a model/task -> mean (+- SEM), best, or mean-best "
+                  "(mean +- SEM (best), the papers' layout)")
       ->capture_default_str();
   sub->add_flag("--glue-with-wnli", command->glue_with_wnli,
                 "--summarize: include WNLI in the GLUE score (left out by default, as in BERT/ELECTRA/Chang et al.)");

@@ -130,6 +130,9 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--runs", o.runs, "Fine-tune N seeds (--seed, --seed+1, ...): best and mean +- SEM")
       ->capture_default_str();
   sub->add_option("--eval-batch-size", o.eval_batch_size, "Batch size for dev evaluation")->capture_default_str();
+  sub->add_option("--pooling", o.pooling,
+                  "Encoders' classification/regression head input: cls ([CLS], BERT's) or mean (of the last layer)")
+      ->capture_default_str();
   sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (SQuAD: windows; 0 = all)")
       ->capture_default_str();
   sub->add_option("--doc-stride", o.squad.doc_stride, "SQuAD: context tokens between window starts")

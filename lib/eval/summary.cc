@@ -22,7 +22,8 @@ SummaryFormat parse_summary_format(const std::string& name) {
 RunAggregate parse_run_aggregate(const std::string& name) {
   if (name == "mean") return RunAggregate::kMean;
   if (name == "best") return RunAggregate::kBest;
-  throw UsageError(str("--aggregate: expected mean or best, got '", name, "'"));
+  if (name == "mean-best") return RunAggregate::kMeanAndBest;
+  throw UsageError(str("--aggregate: expected mean, best or mean-best, got '", name, "'"));
 }
 
 namespace {
@@ -30,11 +31,12 @@ namespace {
 SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggregate aggregate) {
   SummaryCell cell;
   cell.runs = records.size();
+  const pb::TaskMetrics* best = records.front();
+  for (const auto* record : records) {
+    if (record->score() > best->score()) best = record;
+  }
+  cell.best = best->score();
   if (aggregate == RunAggregate::kBest) {
-    const pb::TaskMetrics* best = records.front();
-    for (const auto* record : records) {
-      if (record->score() > best->score()) best = record;
-    }
     cell.score = best->score();
     cell.metrics.insert(best->metrics().begin(), best->metrics().end());
     return cell;
@@ -60,10 +62,22 @@ std::string fixed(double value, int decimals) {
 
 std::string cell_text(const SummaryCell& cell, const SummaryOptions& options, const char* plus_minus) {
   std::string text = fixed(cell.score, options.decimals);
-  if (cell.runs > 1 && options.aggregate == RunAggregate::kMean) {
+  if (cell.runs > 1 && options.aggregate != RunAggregate::kBest) {
     text += str(plus_minus, fixed(cell.sem, options.decimals));
   }
+  if (cell.runs > 1 && options.aggregate == RunAggregate::kMeanAndBest) {
+    text += str(" (", fixed(cell.best, options.decimals), ")");
+  }
   return text;
+}
+
+const char* aggregate_name(RunAggregate aggregate) {
+  switch (aggregate) {
+    case RunAggregate::kMean: return "mean";
+    case RunAggregate::kBest: return "best";
+    case RunAggregate::kMeanAndBest: return "mean-best";
+  }
+  return "";
 }
 
 }  // namespace
@@ -93,15 +107,17 @@ SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const Summar
   }
   table.tasks.insert(table.tasks.end(), tasks.begin(), tasks.end());
   for (const auto& [model, by_task] : grouped) {
-    std::map<std::string, double> scores;
+    std::map<std::string, double> scores, bests;
     for (const auto& [task, task_records] : by_task) {
       SummaryCell cell = combine(task_records, options.aggregate);
       scores[task] = cell.score;
+      bests[task] = cell.best;
       table.cells[model][task] = std::move(cell);
     }
     GlueScore glue = glue_score(scores, options.glue_with_wnli);
     if (!glue.tasks.empty()) {
       table.glue[model] = glue.score;
+      table.glue_best[model] = glue_score(bests, options.glue_with_wnli).score;
       table.glue_tasks[model] = glue.tasks;
     }
   }
@@ -112,7 +128,7 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
   bool any_glue = !table.glue.empty();
   if (format == SummaryFormat::kJson) {
     nlohmann::ordered_json out;
-    out["aggregate"] = options.aggregate == RunAggregate::kMean ? "mean" : "best";
+    out["aggregate"] = aggregate_name(options.aggregate);
     out["tasks"] = table.tasks;
     out["models"] = nlohmann::ordered_json::array();
     for (const auto& model : table.models) {
@@ -122,12 +138,14 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
         nlohmann::ordered_json entry;
         entry["score"] = cell.score;
         entry["sem"] = cell.sem;
+        entry["best"] = cell.best;
         entry["runs"] = cell.runs;
         entry["metrics"] = cell.metrics;
         row["tasks"][task] = entry;
       }
       if (table.glue.count(model)) {
         row["glue"] = table.glue.at(model);
+        row["glue_best"] = table.glue_best.at(model);
         row["glue_tasks"] = table.glue_tasks.at(model);
       }
       out["models"].push_back(row);
@@ -146,7 +164,16 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
       auto it = cells.find(task);
       row.push_back(it == cells.end() ? "-" : cell_text(it->second, options, plus_minus));
     }
-    if (any_glue) row.push_back(table.glue.count(model) ? fixed(table.glue.at(model), options.decimals) : "-");
+    if (any_glue) {
+      std::string glue = "-";
+      if (table.glue.count(model)) {
+        glue = fixed(table.glue.at(model), options.decimals);
+        if (options.aggregate == RunAggregate::kMeanAndBest) {
+          glue += str(" (", fixed(table.glue_best.at(model), options.decimals), ")");
+        }
+      }
+      row.push_back(glue);
+    }
     rows.push_back(row);
   }
   std::string out;
@@ -184,7 +211,9 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
       out += " over the GLUE tasks each model has";
     }
     out += str(" (MNLI-m/-mm count as one task; WNLI ", options.glue_with_wnli ? "included" : "left out",
-               "; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)\n");
+               "; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)",
+               options.aggregate == RunAggregate::kMeanAndBest ? "; cells: mean ± SEM over the runs (best run)" : "",
+               "\n");
   }
   return out;
 }

@@ -13,8 +13,10 @@ namespace cabert::eval {
 enum class SummaryFormat { kMarkdown, kTsv, kJson };
 SummaryFormat parse_summary_format(const std::string& name);  // "markdown"/"md", "tsv", "json"; UsageError else
 
-enum class RunAggregate { kMean, kBest };
-RunAggregate parse_run_aggregate(const std::string& name);  // "mean" or "best"
+// kMeanAndBest is the layout of the papers' appendix tables: "mean ± SEM (best)", and the GLUE score of the
+// means next to the GLUE score of the best runs.
+enum class RunAggregate { kMean, kBest, kMeanAndBest };
+RunAggregate parse_run_aggregate(const std::string& name);  // "mean", "best" or "mean-best"
 
 struct SummaryOptions {
   RunAggregate aggregate = RunAggregate::kMean;
@@ -23,7 +25,8 @@ struct SummaryOptions {
 };
 
 struct SummaryCell {
-  double score = 0, sem = 0;  // percent; sem over runs (0 for one record)
+  double score = 0, sem = 0;  // percent; sem over runs (0 for one record); the best run's score for kBest
+  double best = 0;            // the best run's score (every aggregate)
   uint64_t runs = 0;
   std::map<std::string, double> metrics;  // aggregated like the score
 };
@@ -33,6 +36,7 @@ struct SummaryTable {
   std::vector<std::string> tasks;   // GLUE tasks in table order, then the others sorted
   std::map<std::string, std::map<std::string, SummaryCell>> cells;  // model -> task -> cell
   std::map<std::string, double> glue;                                // model -> GLUE score (when any GLUE task)
+  std::map<std::string, double> glue_best;                           // model -> GLUE score of the best runs
   std::map<std::string, std::vector<std::string>> glue_tasks;        // model -> tasks averaged
 };
 

@@ -28,7 +28,15 @@ LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
   loaded.squad.n_best = std::stoi(get("n_best"));
   loaded.squad.null_threshold = std::stod(get("null_threshold"));
   int64_t labels = loaded.definition.kind == tasks::TaskKind::kClassification ? loaded.definition.labels.size() : 1;
-  loaded.model = models::TaskModel(checkpoint.info.model(), loaded.definition.kind, labels);
+  // Checkpoints from before --pooling have no entry: they pooled [CLS].
+  models::Pooling pooling = models::Pooling::kCls;
+  if (auto entry = metadata.find("pooling"); entry != metadata.end()) {
+    if (entry->second != "cls" && entry->second != "mean") {
+      throw DataError(str(path, ": the checkpoint's 'pooling' entry is '", entry->second, "', expected cls or mean"));
+    }
+    pooling = models::parse_pooling(entry->second);
+  }
+  loaded.model = models::TaskModel(checkpoint.info.model(), loaded.definition.kind, labels, pooling);
   io::restore_module(*loaded.model, checkpoint, "model/", "");
   loaded.model->to(device);
   loaded.model->eval();

@@ -158,6 +158,13 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
   if (target.family == HfFamily::kBert && imported != checkpoint.info.metadata().end() && imported->second == "electra") {
     target.family = HfFamily::kElectra;
   }
+  auto pooling = checkpoint.info.metadata().find("pooling");
+  if (summary.head == ModelHead::kClassification && target.family != HfFamily::kNone &&
+      pooling != checkpoint.info.metadata().end() && pooling->second != "cls") {
+    target.family = HfFamily::kNone;
+    target.why_not = "its head pools the mean of the last layer (`finetune --pooling mean`); Hugging Face's "
+                     "*ForSequenceClassification classes pool [CLS]";
+  }
   summary.family = target.family;
   summary.why_not = target.why_not;
   ExportFacts facts = export_facts(checkpoint, summary.head, tensors);

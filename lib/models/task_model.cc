@@ -1,11 +1,21 @@
 #include "lib/models/task_model.h"
 
+#include "lib/core/errors.h"
 #include "lib/models/layers.h"
 
 namespace cabert::models {
 
-TaskModelImpl::TaskModelImpl(const pb::ModelConfig& config, tasks::TaskKind kind, int64_t num_labels)
-    : kind_(kind) {
+Pooling parse_pooling(const std::string& name) {
+  if (name == "cls") return Pooling::kCls;
+  if (name == "mean") return Pooling::kMean;
+  throw UsageError(str("--pooling: expected cls or mean, got '", name, "'"));
+}
+
+const char* pooling_name(Pooling pooling) { return pooling == Pooling::kMean ? "mean" : "cls"; }
+
+TaskModelImpl::TaskModelImpl(const pb::ModelConfig& config, tasks::TaskKind kind, int64_t num_labels,
+                             Pooling pooling)
+    : kind_(kind), pooling_(pooling) {
   encoder = register_module("encoder", models::Encoder(config));
   int64_t H = config.hidden_size();
   head = torch::nn::Sequential();
@@ -31,7 +41,14 @@ torch::Tensor TaskModelImpl::forward(const torch::Tensor& ids, const torch::Tens
     torch::Tensor logits = head->forward(hidden);
     return logits.masked_fill(~mask.unsqueeze(-1), -1e4);
   }
-  torch::Tensor output = head->forward(hidden.select(1, 0));
+  torch::Tensor pooled;
+  if (pooling_ == Pooling::kMean) {
+    torch::Tensor weights = mask.unsqueeze(-1).to(hidden.scalar_type());
+    pooled = (hidden * weights).sum(1) / weights.sum(1).clamp_min(1);
+  } else {
+    pooled = hidden.select(1, 0);
+  }
+  torch::Tensor output = head->forward(pooled);
   return kind_ == tasks::TaskKind::kRegression ? output.squeeze(-1) : output;
 }
 

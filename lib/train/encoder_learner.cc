@@ -87,15 +87,21 @@ TrainingBatch make_batch(const TrainingSet& set, TaskKind kind, const std::vecto
 class EncoderLearner : public FinetuneLearner {
  public:
   EncoderLearner(const pb::ModelConfig& config, const io::Checkpoint* init, const tasks::LoadedTask& task,
-                 const text::Tokenizer& tokenizer, const eval::PredictOptions& predict, uint64_t max_train_examples)
-      : config_(config), init_(init), definition_(task.definition), tokenizer_(tokenizer), predict_(predict) {
+                 const text::Tokenizer& tokenizer, const eval::PredictOptions& predict, uint64_t max_train_examples,
+                 models::Pooling pooling)
+      : config_(config),
+        init_(init),
+        definition_(task.definition),
+        tokenizer_(tokenizer),
+        predict_(predict),
+        pooling_(pooling) {
     train_ = training_set(task, tokenizer, predict.max_length, predict.squad, max_train_examples);
   }
   size_t examples() const override { return train_.sequences.size(); }
   torch::nn::Module& start_run() override {
     const int64_t labels =
         definition_.kind == TaskKind::kClassification ? static_cast<int64_t>(definition_.labels.size()) : 1;
-    model_ = models::TaskModel(config_, definition_.kind, labels);
+    model_ = models::TaskModel(config_, definition_.kind, labels, pooling_);
     if (init_ != nullptr) {
       size_t copied = io::restore_module(*model_, *init_, "model/encoder.", "encoder.");
       log_debug("finetune: ", copied, " encoder tensors from ", init_->path);
@@ -113,6 +119,9 @@ class EncoderLearner : public FinetuneLearner {
   eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
     return eval::predict_split(model_, definition_, split, tokenizer_, predict_);
   }
+  void describe(pb::CheckpointInfo* info) const override {
+    (*info->mutable_metadata())["pooling"] = models::pooling_name(pooling_);
+  }
 
  private:
   pb::ModelConfig config_;
@@ -120,6 +129,7 @@ class EncoderLearner : public FinetuneLearner {
   tasks::TaskDefinition definition_;
   const text::Tokenizer& tokenizer_;
   eval::PredictOptions predict_;
+  models::Pooling pooling_;
   TrainingSet train_;
   models::TaskModel model_{nullptr};
 };
@@ -128,8 +138,9 @@ class EncoderLearner : public FinetuneLearner {
 
 std::unique_ptr<FinetuneLearner> make_encoder_learner(const pb::ModelConfig& config, const io::Checkpoint* init,
                                                       const tasks::LoadedTask& task, const text::Tokenizer& tokenizer,
-                                                      const eval::PredictOptions& predict, uint64_t max_train_examples) {
-  return std::make_unique<EncoderLearner>(config, init, task, tokenizer, predict, max_train_examples);
+                                                      const eval::PredictOptions& predict, uint64_t max_train_examples,
+                                                      models::Pooling pooling) {
+  return std::make_unique<EncoderLearner>(config, init, task, tokenizer, predict, max_train_examples, pooling);
 }
 
 }  // namespace cabert::train

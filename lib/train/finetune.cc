@@ -162,6 +162,10 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   tasks::Verbalizer verbalizer;
   const io::Checkpoint* start = options.preset.empty() ? &init : nullptr;
   if (config.has_seq2seq()) {
+    if (models::parse_pooling(options.pooling) != models::Pooling::kCls) {
+      throw UsageError(str("--pooling ", options.pooling, ": an encoder-decoder learns ", definition.name,
+                           " as text-to-text and has no pooled head"));
+    }
     if (init.info.kind() == "finetune" && !eval::is_text_to_text(init.info)) {
       throw UsageError(str(init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
                            "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
@@ -183,7 +187,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
                            "span-corruption checkpoint); '", config.name(), "' is an encoder"));
     }
-    learner = make_encoder_learner(config, start, task, tokenizer, predict, options.max_train_examples);
+    const models::Pooling pooling = models::parse_pooling(options.pooling);
+    if (pooling != models::Pooling::kCls && definition.kind == TaskKind::kSpan) {
+      throw UsageError(str("--pooling ", options.pooling, ": SQuAD's span head scores every position; pooling "
+                           "applies to classification and regression"));
+    }
+    learner = make_encoder_learner(config, start, task, tokenizer, predict, options.max_train_examples, pooling);
   }
   size_t examples = learner->examples();
   int64_t steps_per_epoch = static_cast<int64_t>((examples + batch_size - 1) / batch_size);

@@ -47,6 +47,7 @@ struct FinetuneOptions {
   uint64_t seed = 42;
   int eval_batch_size = 64;
   uint64_t max_train_examples = 0;  // 0 = all
+  std::string pooling = "cls";      // encoders' classification / regression head: cls or mean
   tasks::SquadOptions squad;
   std::string device = "cpu";
   // Encoder-decoders (text-to-text): LABEL=TEXT verbaliser overrides, label smoothing of the target loss.

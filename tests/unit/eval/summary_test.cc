@@ -90,5 +90,30 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
   EXPECT_NEAR(best.cells["small"]["SST-2"].score, 84.0, 1e-9);
 }
 
+TEST(Summary, MeanAndBestIsThePapersLayout) {
+  std::vector<pb::TaskMetrics> records = {
+      record("composite", "SST-2", {{"accuracy", 0.80}}), record("composite", "SST-2", {{"accuracy", 0.84}}),
+      record("composite", "CoLA", {{"mcc", 0.30}}),       record("composite", "CoLA", {{"mcc", 0.20}}),
+  };
+  SummaryOptions options;
+  options.aggregate = parse_run_aggregate("mean-best");
+  SummaryTable table = summarize(records, options);
+  // GLUE of the means (25 + 82) / 2 = 53.5; of the best runs (30 + 84) / 2 = 57.
+  EXPECT_NEAR(table.glue["composite"], 53.5, 1e-9);
+  EXPECT_NEAR(table.glue_best["composite"], 57.0, 1e-9);
+  EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options),
+            "| model | CoLA | SST-2 | GLUE |\n"
+            "|---|---:|---:|---:|\n"
+            "| composite | 25.0 ± 5.0 (30.0) | 82.0 ± 2.0 (84.0) | 53.5 (57.0) |\n"
+            "\nGLUE: mean of the task scores over CoLA, SST-2 (MNLI-m/-mm count as one task; WNLI left out; "
+            "MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman); cells: mean ± SEM over the "
+            "runs (best run)\n");
+  auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
+  EXPECT_EQ(json["aggregate"], "mean-best");
+  EXPECT_NEAR(json["models"][0]["tasks"]["CoLA"]["best"].get<double>(), 30.0, 1e-9);
+  EXPECT_NEAR(json["models"][0]["glue_best"].get<double>(), 57.0, 1e-9);
+  EXPECT_THROW(parse_run_aggregate("median"), UsageError);
+}
+
 }  // namespace
 }  // namespace cabert::eval

@@ -1,0 +1,110 @@
+# The encoder papers' pipeline, shared by recipes/chang2021 and recipes/convbert2020: raw text -> tokenizer ->
+# pre-training corpus -> one pre-training run per model -> GLUE fine-tuning (SEEDS seeds per task) -> the table
+# in the papers' layout (mean +- SEM (best) per task, and the GLUE-style average).
+#
+# The including Makefile sets, for the scale being run:
+#   D                 the output folder of this scale (everything is written under it)
+#   PRETRAINED        row names of the pre-trained models; for each row R: PRESET_R (a preset name), and
+#                     optionally SETS_R (extra `--set a.b=v` flags) and OBJECTIVE_R (mlm or electra; default
+#                     $(OBJECTIVE))
+#   RAW               row names fine-tuned from random weights ("no pre-training"); PRESET_R / SETS_R as above
+#   SIZE_SETS         `--set` flags applied to every model (the scale's model size)
+#   TASKS             GLUE tasks (directory names under $(GLUE))
+#   CORPUS, CORPUS_FORMAT, VOCAB, MAX_SENTENCES, MAX_LENGTH, STEPS, BATCH, PT_LR, WARMUP, EVAL_EVERY,
+#   SAVE_EVERY, SEEDS, FT_EPOCHS (empty: the task's default), FT_LR (empty: Chang et al. Table 5),
+#   FT_BATCH, FT_MAX_LENGTH, MAX_TRAIN (0: all), POOLING (cls or mean), DEVICE, THREADS, TITLE
+#
+# Every target is a file: re-running skips what is done; an interrupted pre-training resumes exactly from its
+# last checkpoint (`pretrain --resume`); an interrupted fine-tuning starts that model/task again. Targets never
+# share files, so `make -j N` is safe.
+
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DELETE_ON_ERROR:
+# Tokenizer, corpus and pre-trained models are results of their own: never delete them as intermediates.
+.SECONDARY:
+
+export OMP_WAIT_POLICY ?= passive
+
+OBJECTIVE ?= mlm
+POOLING ?= cls
+# Under `make -j N` (N > 1) every job gets one intra-op thread, so N jobs share N cores without oversubscribing;
+# a serial make gives each job all cores. (Evaluated in the recipe, where MAKEFLAGS holds -j.)
+THREADS ?= $(if $(filter -j%,$(MAKEFLAGS)),$(if $(filter -j1,$(MAKEFLAGS)),0,1),0)
+DEVICE ?= cpu
+RUN = $(CABERT) --threads $(THREADS)
+
+row_preset = $(PRESET_$(1))
+row_sets = $(SIZE_SETS) $(SETS_$(1))
+row_objective = $(or $(OBJECTIVE_$(1)),$(OBJECTIVE))
+
+# ---- Tokenizer and pre-training corpus (masking is drawn at training time, so one corpus serves all). ----
+$(D)/spm.model:
+	mkdir -p $(D)
+	[ -f $(D)/started ] || date +%s > $(D)/started
+	$(RUN) -q tokenize train -i $(CORPUS) --input-format $(CORPUS_FORMAT) --vocab-size $(VOCAB) \
+	  --max-sentences $(MAX_SENTENCES) --model-prefix $(D)/spm
+
+$(D)/corpus.done: $(D)/spm.model
+	rm -rf $(D)/corpus && mkdir -p $(D)/corpus
+	$(RUN) -q build-corpus -m $< -i $(CORPUS) --input-format $(CORPUS_FORMAT) --max-length $(MAX_LENGTH) \
+	  --shards 2 -o $(D)/corpus/shard
+	touch $@
+
+# ---- Pre-training: the same corpus, steps, batch and learning rate for every row. ----
+# The newest checkpoint is copied to final.cabert once the run has finished all its steps.
+define PRETRAIN_RULE
+$(D)/pt/$(1)/final.cabert: $(D)/corpus.done
+	mkdir -p $$(@D); start=$$$$SECONDS; \
+	$(RUN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
+	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
+	  --batch-size $(BATCH) --lr $(PT_LR) --warmup-steps $(WARMUP) --eval-every $(EVAL_EVERY) \
+	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log; \
+	echo "pretrain_seconds $$$$((SECONDS - start))" >> $$(@D)/time.txt
+	cp "$$$$(ls $$(@D)/checkpoint-*.cabert | tail -n 1)" $$@.tmp
+	mv $$@.tmp $$@
+endef
+$(foreach r,$(PRETRAINED),$(eval $(call PRETRAIN_RULE,$(r))))
+
+# ---- GLUE fine-tuning: row x task, SEEDS runs each (--seed, --seed+1, ...), best epoch by dev score. ----
+START_pretrained = --init $(D)/pt/$(1)/final.cabert
+START_raw = --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) --tokenizer $(D)/spm.model
+NEEDS_pretrained = $(D)/pt/$(1)/final.cabert
+NEEDS_raw = $(D)/spm.model
+# $(1) row, $(2) pretrained|raw, $(3) task
+define FINETUNE_RULE
+$(D)/ft/$(1)/$(3)/metrics.cabert: $(call NEEDS_$(2),$(1))
+	mkdir -p $$(@D); start=$$$$SECONDS; \
+	$(RUN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
+	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
+	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
+	  --device $(DEVICE) \
+	  --model-dir $$(@D) > $$(@D)/finetune.out; \
+	echo "finetune_seconds $$$$((SECONDS - start))" > $$(@D)/time.txt
+endef
+$(foreach r,$(PRETRAINED),$(foreach t,$(TASKS),$(eval $(call FINETUNE_RULE,$(r),pretrained,$(t)))))
+$(foreach r,$(RAW),$(foreach t,$(TASKS),$(eval $(call FINETUNE_RULE,$(r),raw,$(t)))))
+
+FINETUNED := $(foreach r,$(PRETRAINED) $(RAW),$(foreach t,$(TASKS),$(D)/ft/$(r)/$(t)/metrics.cabert))
+
+# ---- The table: rows in the order PRETRAINED then RAW, tasks in GLUE order, then the cost of each row. ----
+$(D)/table.md: $(FINETUNED)
+	{ echo "$(TITLE)"; echo; \
+	  echo "Command: \`make -C recipes/$(notdir $(patsubst %/,%,$(HERE))) $(strip $(filter -j%,$(MAKEFLAGS)) $(SCALE) $(filter-out SCALE=%,$(MAKEOVERRIDES)))\`;" \
+	    "$$($(CABERT) --version | head -n 1), commit $$(git -C $(HERE) rev-parse --short HEAD 2>/dev/null || echo unknown);" \
+	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)); wall time from the first" \
+	    "step to this table $$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min."; echo; \
+	  $(CABERT) evaluate --summarize $(FINETUNED) --format markdown --aggregate mean-best; echo; \
+	  echo "| row | pre-training s | held-out MLM accuracy % | fine-tuning s (all tasks and seeds) |"; \
+	  echo "|---|---:|---:|---:|"; \
+	  for r in $(PRETRAINED) $(RAW); do \
+	    pt=-; mlm=-; \
+	    if [ -f $(D)/pt/$$r/time.txt ]; then \
+	      pt=$$(awk '{s += $$2} END {print s}' $(D)/pt/$$r/time.txt); \
+	      mlm=$$($(CABERT) inspect --json --limit -1 $(D)/pt/$$r/metrics.cabert | grep '"phase":"eval"' | \
+	        tail -n 1 | sed -n 's/.*"mlm_accuracy":\([0-9.e-]*\).*/\1/p' | awk '{printf "%.1f", 100 * $$1}'); \
+	    fi; \
+	    ft=$$(cat $(D)/ft/$$r/*/time.txt | awk '{s += $$2} END {print s}'); \
+	    echo "| $$r | $$pt | $${mlm:--} | $$ft |"; \
+	  done; } > $@.tmp
+	mv $@.tmp $@

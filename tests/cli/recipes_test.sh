@@ -1,0 +1,49 @@
+# The encoder recipes cannot rot: `make smoke` of recipes/chang2021 and recipes/convbert2020 runs every step
+# (tokenize, build-corpus, pretrain each row, finetune each task with 2 seeds, summarise) and prints the table
+# in the papers' layout; a second `make` finds everything up to date; an interrupted pre-training resumes from
+# its last checkpoint and only what depends on it is redone. GLUE from ../shared/data when it is there, else
+# the shipped SST-2 sample.
+source "$(dirname "$0")/lib.sh"
+recipes="$CABERT_SOURCE_DIR/recipes"
+if [ -f "$CABERT_SOURCE_DIR/../shared/data/glue/CoLA/train.tsv" ]; then
+  tasks="CoLA SST-2 MRPC STS-B"
+else
+  tasks="SST-2"
+fi
+run_make() { make --no-print-directory -C "$recipes/$1" CABERT="$CABERT" OUT="$work/$1" THREADS=1 "${@:2}"; }
+
+check_table() {  # recipe, rows...
+  local recipe=$1; shift
+  local table="$work/$recipe/smoke/table.md"
+  [ -s "$table" ] || fail "$recipe: no table.md"
+  for task in $tasks; do
+    grep -q "^| model |.* $task |" "$table" || fail "$recipe: no $task column in $(cat "$table")"
+  done
+  for row in "$@"; do
+    # mean ± SEM (best) in every task cell, and the GLUE average of the means (of the best runs).
+    grep -Eq "^\| $row( \|  *-?[0-9]+\.[0-9] ± [0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\))+ \| -?[0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\) \|$" \
+      "$table" || fail "$recipe: row '$row' is not 'mean ± SEM (best)' for every task: $(cat "$table")"
+    grep -Eq "^\| $row \| (-|[0-9]+) \| " "$table" || fail "$recipe: no cost row for '$row': $(cat "$table")"
+  done
+  grep -q "Command: \`make -C recipes/$recipe smoke" "$table" || fail "$recipe: the table does not say its command"
+}
+
+run_make chang2021 smoke > "$work/chang.out"
+check_table chang2021 absolute none fixed dynamic composite composite-no-pretraining
+grep -q "composite-no-pretraining | - | - |" "$work/chang2021/smoke/table.md" ||
+  fail "the row without pre-training claims a pre-training cost"
+run_make chang2021 table SCALE=smoke -q || fail "a finished make smoke is not up to date"
+
+# Interrupt the composite pre-training after its step-10 checkpoint: make resumes it (not from step 0) and redoes
+# only the composite row's fine-tuning.
+pt="$work/chang2021/smoke/pt/composite"
+rm "$pt/final.cabert" "$pt/checkpoint-00000020.cabert"
+before=$(md5sum < "$work/chang2021/smoke/ft/fixed/SST-2/metrics.cabert")
+run_make chang2021 smoke > "$work/chang-resumed.out"
+[ -s "$pt/checkpoint-00000020.cabert" ] || fail "the resumed pre-training wrote no step-20 checkpoint"
+grep -q "resum.* step 10" "$pt/pretrain.log" || fail "pre-training did not resume from step 10: $(tail -n 5 "$pt/pretrain.log")"
+[ "$before" = "$(md5sum < "$work/chang2021/smoke/ft/fixed/SST-2/metrics.cabert")" ] ||
+  fail "resuming one row redid another row's fine-tuning"
+
+run_make convbert2020 smoke > "$work/convbert.out"
+check_table convbert2020 electra bnk-conventional bnk-dynamic bnk-sdconv
