@@ -38,11 +38,12 @@ row_preset = $(PRESET_$(1))
 row_sets = $(SIZE_SETS) $(SETS_$(1))
 row_objective = $(or $(OBJECTIVE_$(1)),$(OBJECTIVE))
 
-# ---- Tokenizer and pre-training corpus (masking is drawn at training time, so one corpus serves all). ----
+# ---- Tokenizer (lower-cased, as BERT-uncased and ELECTRA's vocabularies) and pre-training corpus (masking is
+# drawn at training time, so one corpus serves every row). ----
 $(D)/spm.model:
 	mkdir -p $(D)
 	[ -f $(D)/started ] || date +%s > $(D)/started
-	$(RUN) -q tokenize train -i $(CORPUS) --input-format $(CORPUS_FORMAT) --vocab-size $(VOCAB) \
+	$(RUN) -q tokenize train -i $(CORPUS) --input-format $(CORPUS_FORMAT) --vocab-size $(VOCAB) --lowercase \
 	  --max-sentences $(MAX_SENTENCES) --model-prefix $(D)/spm
 
 $(D)/corpus.done: $(D)/spm.model
