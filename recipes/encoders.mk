@@ -57,7 +57,7 @@ $(D)/corpus.done: $(D)/spm.model
 define PRETRAIN_RULE
 $(D)/pt/$(1)/final.cabert: $(D)/corpus.done
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$(RUN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
+	$$(RUN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
 	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
 	  --batch-size $(BATCH) --lr $(PT_LR) --warmup-steps $(WARMUP) --eval-every $(EVAL_EVERY) \
 	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log; \
@@ -76,7 +76,7 @@ NEEDS_raw = $(D)/spm.model
 define FINETUNE_RULE
 $(D)/ft/$(1)/$(3)/metrics.cabert: $(call NEEDS_$(2),$(1))
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$(RUN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
+	$$(RUN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
 	  --device $(DEVICE) \
