@@ -120,6 +120,29 @@ TEST(FinetuneModel, LossesMatchTheirDefinitions) {
   EXPECT_NEAR(task_loss(TaskKind::kSpan, span, targets).item<double>(), ce, 1e-6);
 }
 
+TEST(FinetuneModel, MeanPoolingAveragesTheNonPaddingPositionsOfTheLastLayer) {
+  torch::manual_seed(0);
+  torch::Tensor ids = torch::tensor({{2, 10, 11, 3, 0, 0}, {2, 13, 3, 14, 15, 3}}, torch::kInt64);
+  torch::Tensor segments = torch::zeros_like(ids);
+  torch::Tensor mask = ids != 0;
+  TaskModel model(tiny_config(), TaskKind::kClassification, 3, models::Pooling::kMean);
+  model->eval();
+  torch::NoGradGuard no_grad;
+  torch::Tensor hidden = model->encoder->forward(ids, segments, mask);
+  // By hand: row 0 averages its 4 tokens, row 1 all 6.
+  torch::Tensor pooled = torch::stack({hidden[0].slice(0, 0, 4).mean(0), hidden[1].mean(0)});
+  EXPECT_TRUE(torch::allclose(model->forward(ids, segments, mask), model->head->forward(pooled), 1e-5, 1e-6));
+  // [CLS] pooling of the same weights differs: the option is not ignored.
+  TaskModel cls(tiny_config(), TaskKind::kClassification, 3, models::Pooling::kCls);
+  cls->encoder = model->encoder;
+  cls->head = model->head;
+  EXPECT_TRUE(torch::allclose(cls->forward(ids, segments, mask), model->head->forward(hidden.select(1, 0)), 1e-5, 1e-6));
+  EXPECT_FALSE(torch::allclose(cls->forward(ids, segments, mask), model->forward(ids, segments, mask), 1e-3, 1e-3));
+  EXPECT_EQ(models::parse_pooling("mean"), models::Pooling::kMean);
+  EXPECT_STREQ(models::pooling_name(models::Pooling::kCls), "cls");
+  EXPECT_THROW(models::parse_pooling("max"), UsageError);
+}
+
 TEST(FinetuneModel, EncoderTensorsAreNamedLikeThePretrainingModels) {
   TaskModel model(tiny_config(), TaskKind::kClassification, 2);
   bool encoder = false, head = false;
