@@ -96,14 +96,16 @@ $(D)/table.md: $(FINETUNED)
 	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)); wall time from the first" \
 	    "step to this table $$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min."; echo; \
 	  $(CABERT) evaluate --summarize $(FINETUNED) --format markdown --aggregate mean-best; echo; \
-	  echo "| row | pre-training s | held-out MLM accuracy % | fine-tuning s (all tasks and seeds) |"; \
+	  echo "| row | pre-training s | held-out accuracy % (ELECTRA: generator MLM, discriminator RTD) | fine-tuning s (all tasks and seeds) |"; \
 	  echo "|---|---:|---:|---:|"; \
 	  for r in $(PRETRAINED) $(RAW); do \
 	    pt=-; mlm=-; \
 	    if [ -f $(D)/pt/$$r/time.txt ]; then \
 	      pt=$$(awk '{s += $$2} END {print s}' $(D)/pt/$$r/time.txt); \
-	      mlm=$$($(CABERT) inspect --json --limit -1 $(D)/pt/$$r/metrics.cabert | grep '"phase":"eval"' | \
-	        tail -n 1 | sed -n 's/.*"mlm_accuracy":\([0-9.e-]*\).*/\1/p' | awk '{printf "%.1f", 100 * $$1}'); \
+	      last=$$($(CABERT) inspect --json --limit -1 $(D)/pt/$$r/metrics.cabert | grep '"phase":"eval"' | tail -n 1); \
+	      mlm=$$(sed -n 's/.*"mlm_accuracy":\([0-9.e-]*\).*/\1/p' <<< "$$last" | awk '{printf "MLM %.1f", 100 * $$1}'); \
+	      rtd=$$(sed -n 's/.*"rtd_accuracy":\([0-9.e-]*\).*/\1/p' <<< "$$last" | awk '{printf ", RTD %.1f", 100 * $$1}'); \
+	      mlm="$$mlm$$rtd"; \
 	    fi; \
 	    ft=$$(cat $(D)/ft/$$r/*/time.txt | awk '{s += $$2} END {print s}'); \
 	    echo "| $$r | $$pt | $${mlm:--} | $$ft |"; \
