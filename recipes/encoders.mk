@@ -21,8 +21,8 @@
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DELETE_ON_ERROR:
-# Tokenizer, corpus and pre-trained models are results of their own: never delete them as intermediates.
-.SECONDARY:
+# Every target is an explicit file target, so none is an intermediate that make would delete, and a deleted one
+# is remade (no `.SECONDARY:`, under which make skips a missing file whose dependents look up to date).
 
 export OMP_WAIT_POLICY ?= passive
 
