@@ -99,15 +99,16 @@ $(D)/table.md: $(FINETUNED)
 	  echo "| row | pre-training s | held-out accuracy % (ELECTRA: generator MLM, discriminator RTD) | fine-tuning s (all tasks and seeds) |"; \
 	  echo "|---|---:|---:|---:|"; \
 	  for r in $(PRETRAINED) $(RAW); do \
-	    pt=-; mlm=-; \
+	    pt=-; acc=; \
 	    if [ -f $(D)/pt/$$r/time.txt ]; then \
 	      pt=$$(awk '{s += $$2} END {print s}' $(D)/pt/$$r/time.txt); \
 	      last=$$($(CABERT) inspect --json --limit -1 $(D)/pt/$$r/metrics.cabert | grep '"phase":"eval"' | tail -n 1); \
-	      mlm=$$(sed -n 's/.*"mlm_accuracy":\([0-9.e-]*\).*/\1/p' <<< "$$last" | awk '{printf "MLM %.1f", 100 * $$1}'); \
-	      rtd=$$(sed -n 's/.*"rtd_accuracy":\([0-9.e-]*\).*/\1/p' <<< "$$last" | awk '{printf ", RTD %.1f", 100 * $$1}'); \
-	      mlm="$$mlm$$rtd"; \
+	      for k in mlm rtd; do \
+	        v=$$(sed -n "s/.*\"$${k}_accuracy\":\([0-9.e-]*\).*/\1/p" <<< "$$last"); \
+	        [ -z "$$v" ] || acc="$${acc:+$$acc, }$$(awk -v k=$${k^^} -v v=$$v 'BEGIN {printf "%s %.1f", k, 100 * v}')"; \
+	      done; \
 	    fi; \
 	    ft=$$(cat $(D)/ft/$$r/*/time.txt | awk '{s += $$2} END {print s}'); \
-	    echo "| $$r | $$pt | $${mlm:--} | $$ft |"; \
+	    echo "| $$r | $$pt | $${acc:--} | $$ft |"; \
 	  done; } > $@.tmp
 	mv $@.tmp $@
