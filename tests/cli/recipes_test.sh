@@ -32,6 +32,8 @@ run_make chang2021 smoke > "$work/chang.out"
 check_table chang2021 absolute none fixed dynamic composite composite-no-pretraining
 grep -q "composite-no-pretraining | - | - |" "$work/chang2021/smoke/table.md" ||
   fail "the row without pre-training claims a pre-training cost"
+grep -Eq "^\| composite \| [0-9]+ \| MLM [0-9]+\.[0-9] \| [0-9]+ \|$" "$work/chang2021/smoke/table.md" ||
+  fail "the MLM row's cost does not give its held-out MLM accuracy: $(cat "$work/chang2021/smoke/table.md")"
 # (`table` is phony, so make -q asks about the file it prints.)
 run_make chang2021 "$work/chang2021/smoke/table.md" SCALE=smoke -q || fail "a finished make smoke is not up to date"
 
@@ -48,3 +50,6 @@ grep -q "resum.* step 10" "$pt/pretrain.log" || fail "pre-training did not resum
 
 run_make convbert2020 smoke > "$work/convbert.out"
 check_table convbert2020 electra bnk-conventional bnk-dynamic bnk-sdconv
+# ELECTRA rows give the generator's MLM and the discriminator's RTD accuracy.
+grep -Eq "^\| bnk-sdconv \| [0-9]+ \| MLM [0-9]+\.[0-9], RTD [0-9]+\.[0-9] \| [0-9]+ \|$" "$work/convbert2020/smoke/table.md" ||
+  fail "an ELECTRA row's cost does not give both held-out accuracies: $(cat "$work/convbert2020/smoke/table.md")"
