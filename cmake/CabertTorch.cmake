@@ -87,6 +87,13 @@ if(CABERT_WITH_CUDA OR NOT _cabert_torch_has_cuda)
   foreach(_dir IN LISTS _cabert_nvidia_dirs)
     target_link_options(cabert_torch INTERFACE "LINKER:-rpath-link,${_dir}")
   endforeach()
+  # Data parallelism on GPUs: ProcessGroupNCCL (in libtorch_cuda) with the wheel's own nccl.h.
+  find_path(_cabert_nccl_include nccl.h PATHS "${_cabert_torch_prefix}/../nvidia/nccl/include" NO_DEFAULT_PATH)
+  if(CABERT_WITH_CUDA AND _cabert_nccl_include)
+    target_include_directories(cabert_torch SYSTEM INTERFACE "${_cabert_nccl_include}")
+    target_compile_definitions(cabert_torch INTERFACE CABERT_WITH_NCCL=1)
+    message(STATUS "cabert: NCCL for data-parallel training on GPUs (${_cabert_nccl_include})")
+  endif()
 else()
   message(STATUS "cabert: CUDA-enabled LibTorch without a CUDA toolkit (or CABERT_CUDA=OFF): "
                  "linking its CPU libraries only")
@@ -96,6 +103,8 @@ else()
   target_include_directories(cabert_torch SYSTEM INTERFACE
     "${_cabert_torch_prefix}/include" "${_cabert_torch_prefix}/include/torch/csrc/api/include")
   target_compile_options(cabert_torch INTERFACE $<$<COMPILE_LANGUAGE:CXX>:-D_GLIBCXX_USE_CXX11_ABI=1>)
+  # c10d's Gloo process group (data parallelism on CPU), as TorchConfig.cmake would declare it.
+  target_compile_definitions(cabert_torch INTERFACE USE_DISTRIBUTED USE_C10D_GLOO)
   # Recent LibTorch headers need C++20 (TorchConfig.cmake adds cxx_std_20 to its `torch` target); mirror it.
   file(STRINGS "${_cabert_torch_prefix}/share/cmake/Torch/TorchConfig.cmake" _cabert_torch_cxx20 REGEX "cxx_std_20")
   if(_cabert_torch_cxx20)

@@ -23,6 +23,9 @@ void add_build_corpus(CLI::App& app) {
   sub->add_option("--max-length", options->max_length, "Tokens per example, [CLS]/[SEP] included")
       ->capture_default_str();
   sub->add_option("--shards", options->shards, "Number of output shards")->capture_default_str();
+  sub->add_option("--frame-records", options->frame_records,
+                  "Records per frame, the unit data-parallel ranks share (0: ~1 MiB frames)")
+      ->capture_default_str();
   sub->add_option("--shuffle-buffer", options->shuffle_buffer, "Examples held for shuffling (bounds memory)")
       ->capture_default_str();
   sub->callback([sub, options, input_format] {

@@ -9,8 +9,10 @@
 
 #include "cmd/commands.h"
 #include "cmd/compute_flags.h"
+#include "cmd/distributed_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
+#include "lib/dist/environment.h"
 #include "lib/tasks/table.h"
 #include "lib/train/finetune.h"
 #include "lib/train/translation_trainer.h"
@@ -24,6 +26,7 @@ struct FinetuneCommand {
   tasks::TaskSource source;
   std::string format;
   ComputeFlags compute;
+  DistributedFlags distributed;
   bool no_header = false;
   // --task translation (the shared flags above are copied over in run_translation).
   train::TranslationTrainOptions translation;
@@ -181,6 +184,7 @@ void add_finetune(CLI::App& app) {
       ->capture_default_str();
   sub->add_flag("--resume", t.resume, "Translation: continue from MODEL_DIR/last.cabert");
   add_compute_flags(sub, command->compute);
+  add_distributed_flags(sub, command->distributed);
   sub->callback([sub, command] {
     record_options(*sub);
     auto& options = command->options;
@@ -193,12 +197,19 @@ void add_finetune(CLI::App& app) {
     source.table.header = !command->no_header;
     options.seed = global_options().seed;
     if (source.task == "translation") {
+      if (command->distributed.nproc > 1 || dist::read_environment().distributed()) {
+        throw UsageError("finetune --task translation runs in one process (its token-budget batches are not "
+                         "shared across ranks yet); drop --nproc / torchrun");
+      }
       run_translation(*command, *sub);
       return;
     }
+    if (launch_if_requested(command->distributed)) return;
+    std::unique_ptr<dist::Communicator> communicator = join_job(command->distributed, &options.device);
+    options.communicator = communicator.get();
     options.label_smoothing = std::max(0.0, command->translation.label_smoothing);
     train::FinetuneSummary summary = train::run_finetune(options, source);
-    print_summary(summary, options.runs);
+    if (communicator->is_main()) print_summary(summary, options.runs);
   });
 }
 

@@ -12,6 +12,7 @@
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/run_context.h"
+#include "lib/dist/environment.h"
 
 namespace cabert::cmd {
 
@@ -43,7 +44,14 @@ void apply_global_options() {
   set_log_level(parse_log_level(global.log_level));
   set_quiet(global.quiet);
   if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
-  int threads = global.threads > 0 ? global.threads : static_cast<int>(std::thread::hardware_concurrency());
+  // The processes of a data-parallel job on one machine share its cores.
+  const dist::Environment env = dist::read_environment();
+  if (env.distributed()) {
+    set_log_source(str("cabert[rank ", env.rank, "]"));
+    if (env.rank != 0) set_quiet(true);  // rank 0 reports progress; every rank reports errors
+  }
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  int threads = global.threads > 0 ? global.threads : std::max(1, cores / env.local_world_size);
   at::set_num_threads(std::max(threads, 1));
   auto& options = run_context().options;
   options["threads"] = std::to_string(std::max(threads, 1));
@@ -96,13 +104,13 @@ int main(int argc, char** argv) {
   try {
     return cabert::cmd::run(argc, argv);
   } catch (const cabert::Error& error) {
-    std::cerr << "cabert: error: " << error.what() << std::endl;
+    std::cerr << cabert::log_source() << ": error: " << error.what() << std::endl;
     return error.exit_code();
   } catch (const c10::Error& error) {
-    std::cerr << "cabert: error: " << error.what_without_backtrace() << std::endl;
+    std::cerr << cabert::log_source() << ": error: " << error.what_without_backtrace() << std::endl;
     return static_cast<int>(cabert::ExitCode::kRuntime);
   } catch (const std::exception& error) {
-    std::cerr << "cabert: error: " << error.what() << std::endl;
+    std::cerr << cabert::log_source() << ": error: " << error.what() << std::endl;
     return static_cast<int>(cabert::ExitCode::kRuntime);
   }
 }

@@ -5,6 +5,7 @@
 
 #include "cmd/commands.h"
 #include "cmd/compute_flags.h"
+#include "cmd/distributed_flags.h"
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/core/errors.h"
@@ -22,6 +23,7 @@ struct PretrainFlags {
   std::vector<std::string> sets;
   std::string objective = "mlm";
   ComputeFlags compute;
+  DistributedFlags distributed;
   bool dry_run = false, list_presets = false, dump_config = false;
   train::PretrainOptions options;
 };
@@ -63,6 +65,9 @@ void run(PretrainFlags& flags) {
   if (options.corpus.empty()) throw UsageError("pretrain: --corpus is required (shards from `cabert build-corpus`)");
   if (options.model_dir.empty()) throw UsageError("pretrain: --model-dir is required");
   options.device = apply_compute_flags(flags.compute);
+  if (launch_if_requested(flags.distributed)) return;
+  std::unique_ptr<dist::Communicator> communicator = join_job(flags.distributed, &options.device);
+  options.communicator = communicator.get();
   options.corpus = expand_inputs(options.corpus);
   options.model = config;
   options.objective = objective;
@@ -93,7 +98,9 @@ void add_pretrain(CLI::App& app) {
   sub->add_option("--mean-noise-span-length", o.mean_noise_span_length, "Span corruption: mean noise span length")
       ->capture_default_str();
   sub->add_option("--steps", o.steps, "Optimizer updates in total")->capture_default_str();
-  sub->add_option("--batch-size", o.batch_size, "Examples per micro-batch")->capture_default_str();
+  sub->add_option("--batch-size", o.batch_size,
+                  "Examples per micro-batch and process (an update sees batch x accumulate x processes)")
+      ->capture_default_str();
   sub->add_option("--accumulate", o.accumulate, "Micro-batches per update")->capture_default_str();
   sub->add_option("--lr", o.lr, "Peak learning rate (0: 3e-4 small, 1e-4 base MLM, 2e-4 base ELECTRA)")
       ->capture_default_str();
@@ -112,6 +119,7 @@ void add_pretrain(CLI::App& app) {
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints to keep")->capture_default_str();
   sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
   add_compute_flags(sub, flags->compute);
+  add_distributed_flags(sub, flags->distributed);
   sub->add_flag("--amp", o.amp, "Mixed precision (bfloat16 autocast, CUDA only)");
   sub->add_flag("--dry-run", flags->dry_run, "Print the module tree with parameter counts and exit");
   sub->add_flag("--list-presets", flags->list_presets, "List the model presets and exit");

@@ -15,7 +15,7 @@ jobs=${CABERT_JOBS:-$(nproc)}
 
 packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
           libsentencepiece-dev libcli11-dev libprotobuf-dev protobuf-compiler libzstd-dev
-          libgtest-dev libgmock-dev nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
+          libgtest-dev libgmock-dev libgloo-dev nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -9,12 +9,19 @@ namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<bool> g_quiet{false};
 std::mutex g_mutex;
+std::string& source() {
+  static std::string value = "cabert";
+  return value;
+}
 }  // namespace
 
 void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
 LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
 void set_quiet(bool quiet) { g_quiet = quiet; }
 bool quiet() { return g_quiet; }
+
+void set_log_source(const std::string& value) { source() = value; }
+const std::string& log_source() { return source(); }
 
 LogLevel parse_log_level(const std::string& name) {
   if (name == "error") return LogLevel::kError;
@@ -27,7 +34,7 @@ LogLevel parse_log_level(const std::string& name) {
 void log_message(LogLevel level, const std::string& message) {
   static const char* const kNames[] = {"error", "warning", "info", "debug"};
   std::lock_guard<std::mutex> lock(g_mutex);
-  std::cerr << "cabert: " << (level == LogLevel::kInfo ? "" : std::string(kNames[static_cast<int>(level)]) + ": ")
+  std::cerr << source() << ": " << (level == LogLevel::kInfo ? "" : std::string(kNames[static_cast<int>(level)]) + ": ")
             << message << std::endl;
 }
 

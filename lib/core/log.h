@@ -17,6 +17,10 @@ LogLevel parse_log_level(const std::string& name);
 void set_quiet(bool quiet);
 bool quiet();
 
+// What messages start with: "cabert", or "cabert[rank 1]" in a data-parallel job.
+void set_log_source(const std::string& source);
+const std::string& log_source();
+
 void log_message(LogLevel level, const std::string& message);
 
 template <typename... Parts>

@@ -63,7 +63,7 @@ void Progress::finish(const std::string& extra) {
 void Progress::print(bool final_line, const std::string& extra) {
   double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   double rate = elapsed > 0 ? done_ / elapsed : 0.0;
-  std::string line = str("cabert: ", label_, ": ", human_count(static_cast<double>(done_)), " ", unit_);
+  std::string line = str(log_source(), ": ", label_, ": ", human_count(static_cast<double>(done_)), " ", unit_);
   if (total_ > 0 && !final_line) {
     line += str(" / ", human_count(static_cast<double>(total_)), " (",
                 static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_)), "%)");

@@ -71,13 +71,16 @@ CorpusStats build_corpus(const CorpusOptions& options) {
 
   // Writers open lazily: the token-record header may supply the tokenizer facts first.
   std::vector<std::unique_ptr<io::RecordWriter>> writers;
+  io::WriterOptions writer_options;
+  writer_options.frame_records = options.frame_records;
   auto open_writers = [&] {
     if (!writers.empty()) return;
     for (int shard = 0; shard < options.shards; ++shard) {
       auto shard_metadata = metadata;
       shard_metadata["shard"] = std::to_string(shard);
       writers.push_back(std::make_unique<io::RecordWriter>(shard_path(options.output, shard, options.shards),
-                                                           "cabert.pb.PretrainingExample", shard_metadata));
+                                                           "cabert.pb.PretrainingExample", shard_metadata,
+                                                           writer_options));
     }
   };
   std::uniform_int_distribution<int> pick_shard(0, options.shards - 1);

@@ -6,6 +6,12 @@ namespace cabert::data {
 
 MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
                         std::mt19937_64& rng) {
+  RowRandom rows(rng);
+  return mask_tokens(ids, mask, options, rows);
+}
+
+MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
+                        RowRandom& rows) {
   const int64_t B = ids.size(0), T = ids.size(1);
   MaskedBatch out;
   out.input_ids = ids.clone();
@@ -16,6 +22,7 @@ MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, con
   const int64_t regular = options.vocab_size - options.first_regular_id;
   std::vector<int64_t> labels;
   for (int64_t b = 0; b < B; ++b) {
+    std::mt19937_64& rng = rows.row(b);
     std::vector<int64_t> candidates;
     int64_t length = 0;
     for (int64_t t = 0; t < T; ++t) {
@@ -34,8 +41,6 @@ MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, con
       while (chosen.size() > cap) chosen.erase(chosen.begin() + static_cast<int64_t>(rng() % chosen.size()));
     }
     for (int64_t t : chosen) positions[b][t] = true;
-  }
-  for (int64_t b = 0; b < B; ++b) {
     for (int64_t t = 0; t < T; ++t) {
       if (!positions[b][t]) continue;
       labels.push_back(input[b][t]);

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <random>
 
+#include "lib/core/random.h"
+
 namespace cabert::data {
 
 struct MaskingOptions {
@@ -26,7 +28,11 @@ struct MaskedBatch {
   torch::Tensor labels;     // int64 [M]: original ids at the selected positions (row-major)
 };
 
-// Selects among real, non-special tokens (at least one per sequence that has any), then replaces.
+// Selects among real, non-special tokens (at least one per sequence that has any), then replaces; row by
+// row, each drawing from rows.row(b).
+MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
+                        RowRandom& rows);
+// Every row draws from `rng`.
 MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
                         std::mt19937_64& rng);
 

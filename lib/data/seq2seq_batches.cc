@@ -73,8 +73,14 @@ std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqE
   return batches;
 }
 
+CorruptedRows corrupt_rows(const torch::Tensor& ids, const torch::Tensor& mask, const SpanCorruptionOptions& options,
+                           std::mt19937_64& rng, int64_t eos) {
+  RowRandom rows(rng);
+  return corrupt_rows(ids, mask, options, rows, eos);
+}
+
 CorruptedRows corrupt_rows(const torch::Tensor& ids_in, const torch::Tensor& mask_in,
-                           const SpanCorruptionOptions& options, std::mt19937_64& rng, int64_t eos) {
+                           const SpanCorruptionOptions& options, RowRandom& rows, int64_t eos) {
   constexpr int64_t kUnk = 1;
   check_options(options);
   torch::Tensor ids = ids_in.to(torch::kCPU, torch::kInt64).contiguous();
@@ -90,7 +96,7 @@ CorruptedRows corrupt_rows(const torch::Tensor& ids_in, const torch::Tensor& mas
       if (mask_rows[r][t] && (id == kUnk || id >= first_regular)) tokens.push_back(static_cast<int32_t>(id));
     }
     if (tokens.size() < 2) continue;  // nothing to corrupt
-    SpanCorruptionExample corrupted = corrupt_spans(tokens, options, rng);
+    SpanCorruptionExample corrupted = corrupt_spans(tokens, options, rows.row(r));
     out.noise_tokens += corrupted.noise_tokens;
     out.chunk_tokens += static_cast<int64_t>(tokens.size());
     Seq2SeqExample example;

@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "lib/core/random.h"
 #include "lib/data/span_corruption.h"
 
 namespace cabert::data {
@@ -48,5 +49,8 @@ struct CorruptedRows {
 };
 CorruptedRows corrupt_rows(const torch::Tensor& ids, const torch::Tensor& mask, const SpanCorruptionOptions& options,
                            std::mt19937_64& rng, int64_t eos = 3);
+// Row r draws from rows.row(r).
+CorruptedRows corrupt_rows(const torch::Tensor& ids, const torch::Tensor& mask, const SpanCorruptionOptions& options,
+                           RowRandom& rows, int64_t eos = 3);
 
 }  // namespace cabert::data

@@ -152,7 +152,10 @@ void RecordWriter::write(const google::protobuf::Message& record) {
   record.AppendToString(&pending_);
   ++pending_records_;
   ++records_;
-  if (pending_.size() >= options_.frame_bytes) flush_frame();
+  if (pending_.size() >= options_.frame_bytes ||
+      (options_.frame_records > 0 && pending_records_ >= options_.frame_records)) {
+    flush_frame();
+  }
 }
 
 void RecordWriter::flush_frame() {
@@ -334,6 +337,7 @@ bool RecordReader::load_next_records_frame() {
     if (marker.kind != kRecordsFrame) fail(marker.offset, "corrupted file: unexpected frame kind");
     bool selected = (record_frame_index_++ % stride_) == phase_;
     if (!selected) {
+      records_skipped_ += marker.record_count;
       skip_frame(marker);
       continue;
     }

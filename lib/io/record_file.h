@@ -32,6 +32,7 @@ inline constexpr uint32_t kContainerVersion = 1;
 
 struct WriterOptions {
   size_t frame_bytes = 1 << 20;  // decompressed bytes per records frame
+  uint32_t frame_records = 0;    // > 0: at most this many records per frame (finer shares for data parallelism)
   int compression_level = 3;
 };
 
@@ -88,6 +89,9 @@ class RecordReader {
   bool next_bytes(std::string* bytes);
 
   uint64_t records_read() const { return records_read_; }
+  // The position in the file of the record next() returned last (0-based; frames select_frames() skipped
+  // count too).
+  uint64_t last_record_index() const { return records_read_ + records_skipped_ - 1; }
   uint64_t offset() const { return offset_; }
   // Valid once next() returned false.
   const pb::Footer& footer() const { return footer_; }
@@ -112,7 +116,7 @@ class RecordReader {
   std::unique_ptr<std::istream> in_;
   pb::Header header_;
   pb::Footer footer_;
-  uint64_t offset_ = 0, records_read_ = 0, record_frame_index_ = 0;
+  uint64_t offset_ = 0, records_read_ = 0, records_skipped_ = 0, record_frame_index_ = 0;
   uint32_t phase_ = 0, stride_ = 1;
   std::string frame_;
   size_t frame_position_ = 0;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <map>
 #include <filesystem>
@@ -14,6 +15,8 @@
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
+#include "lib/core/random.h"
+#include "lib/dist/communicator.h"
 #include "lib/eval/predict_split.h"
 #include "lib/eval/task_model_loader.h"
 #include "lib/eval/task_score.h"
@@ -106,6 +109,10 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   }
   if (options.model_dir.empty()) throw UsageError("--model-dir is required");
   if (options.runs < 1) throw UsageError(str("--runs: expected at least 1, got ", options.runs));
+  dist::Communicator single;
+  dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
+  const int world = communicator.world_size();
+  const bool main_rank = communicator.is_main();
   torch::Device device = ops::parse_device(options.device);
 
   // Model config and the checkpoint whose encoder we start from.
@@ -195,13 +202,15 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     learner = make_encoder_learner(config, start, task, tokenizer, predict, options.max_train_examples, pooling);
   }
   size_t examples = learner->examples();
-  int64_t steps_per_epoch = static_cast<int64_t>((examples + batch_size - 1) / batch_size);
+  const size_t joint_batch = static_cast<size_t>(batch_size) * world;
+  int64_t steps_per_epoch = static_cast<int64_t>((examples + joint_batch - 1) / joint_batch);
   int64_t total_steps = steps_per_epoch * epochs;
   int64_t warmup = static_cast<int64_t>(std::llround(options.warmup_ratio * total_steps));
   log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind),
            config.has_seq2seq() ? ", text-to-text" : "", "), ", examples,
            definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
-           task.dev.front().size(), "; lr ", lr, ", batch ", batch_size, ", epochs ", epochs, ", warm-up ", warmup,
+           task.dev.front().size(), "; lr ", lr, ", batch ", batch_size, world > 1 ? str(" x ", world, " processes") : "",
+           ", epochs ", epochs, ", warm-up ", warmup,
            " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
 
   fs::create_directories(options.model_dir);
@@ -209,8 +218,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
   summary.primary_task = task.dev.front().metrics_task;
-  io::RecordWriter metrics_writer(summary.metrics_path, "cabert.pb.TaskMetrics",
-                                  {{"task", definition.name}, {"model", model_name(options)}});
+  std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
+  if (main_rank) {
+    metrics_writer = std::make_unique<io::RecordWriter>(summary.metrics_path, "cabert.pb.TaskMetrics",
+                                                        std::map<std::string, std::string>{
+                                                            {"task", definition.name}, {"model", model_name(options)}});
+  }
   std::string name = model_name(options);
   std::vector<double> run_scores;
   std::vector<std::string> run_checkpoints;
@@ -222,11 +235,19 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       torch::manual_seed(seed);
       std::mt19937_64 rng(seed);
       torch::nn::Module& model = learner->start_run();
+      if (communicator.distributed()) {
+        // Rank 0's initial weights everywhere; dropout then draws differently on each rank.
+        std::vector<torch::Tensor> state = model.parameters(true);
+        for (auto& buffer : model.buffers(true)) state.push_back(buffer);
+        communicator.broadcast(state, "the initial parameters");
+        if (!main_rank) torch::manual_seed(mix_seed(seed, static_cast<uint64_t>(communicator.rank())));
+      }
       AdamWOptions adam;
       adam.lr = lr;
       adam.weight_decay = options.weight_decay;
       AdamW optimizer(model, adam);
       std::vector<torch::Tensor> parameters = model.parameters();
+      std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
 
       std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
       if (!run_dir.empty()) fs::create_directories(run_dir);
@@ -243,18 +264,38 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
                           "steps", steps_per_epoch);
         double loss_sum = 0;
         for (int64_t step = 0; step < steps_per_epoch; ++step) {
-          throw_if_interrupted();
-          size_t begin = step * batch_size, end = std::min(examples, begin + batch_size);
+          // This rank's part of the joint batch order[joint_begin, joint_end).
+          const size_t joint_begin = step * joint_batch, joint_end = std::min(examples, joint_begin + joint_batch);
+          const size_t begin = std::min(joint_end, joint_begin + communicator.rank() * static_cast<size_t>(batch_size));
+          const size_t end = std::min(joint_end, begin + batch_size);
           optimizer.set_lr(linear_warmup_decay(lr, ++update, warmup, total_steps));
           optimizer.zero_grad();
-          torch::Tensor loss = learner->loss(order, begin, end);
-          loss.backward();
-          clip_gradients(parameters, options.clip_norm);
-          optimizer.step();
-          double value = loss.item<double>();
+          torch::Tensor loss;
+          if (end > begin) {
+            // The mean over this rank's examples, weighted by its share of the joint batch (the gradient
+            // all-reduce averages over the ranks).
+            loss = learner->loss(order, begin, end) *
+                   (static_cast<double>((end - begin) * world) / static_cast<double>(joint_end - joint_begin));
+          } else {
+            loss = learner->loss(order, joint_begin, joint_begin + 1) * 0.0;  // the last joint batch ran short
+          }
+          gradient_sync->prepare(loss);
+          try {
+            loss.backward();
+          } catch (const std::exception& error) {
+            if (!communicator.distributed()) throw;
+            communicator.fail("the gradient all-reduce", error);
+          }
+          // What every rank must agree on: a signal on any rank, and the joint loss.
+          std::vector<double> shared{interrupt_requested() != 0 ? 1.0 : 0.0, loss.item<double>() / world};
+          communicator.all_reduce_sum(shared, "the step's loss");
+          if (shared[0] > 0) throw Interrupted(interrupt_requested() != 0 ? interrupt_requested() : SIGTERM);
+          const double value = shared[1];
           if (!std::isfinite(value)) {
             throw Error(str("finetune: the loss became ", value, " at step ", update, "; lower --lr"));
           }
+          clip_gradients(parameters, options.clip_norm);
+          optimizer.step();
           loss_sum += value;
           progress.update(step + 1, str("loss ", loss_sum / (step + 1)));
         }
@@ -280,7 +321,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           record.set_step(update);
           record.set_train_loss(loss_sum / std::max<int64_t>(steps_per_epoch, 1));
           record.set_seconds(seconds);
-          metrics_writer.write(record);
+          if (main_rank) metrics_writer->write(record);
           log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
                    describe_metrics(predictions.metrics), ")");
           records.push_back(record);
@@ -304,27 +345,29 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           (*info.mutable_metadata())["initialised_from"] =
               options.preset.empty() ? init.path : "random (" + options.preset + ")";
           learner->describe(&info);
-          io::save_checkpoint(run_checkpoint, info, io::module_tensors(model, "model/"));
-          log_info("finetune: best so far, saved ", run_checkpoint);
+          if (main_rank) {
+            io::save_checkpoint(run_checkpoint, info, io::module_tensors(model, "model/"));
+            log_info("finetune: best so far, saved ", run_checkpoint);
+          }
         }
       }
       for (auto record : best_records) {
         record.set_kind(pb::TaskMetrics::BEST_OF_RUN);
-        metrics_writer.write(record);
+        if (main_rank) metrics_writer->write(record);
         summary.best_of_runs.push_back(record);
       }
       run_scores.push_back(best_score);
       run_checkpoints.push_back(run_checkpoint);
     }
   } catch (const Interrupted&) {
-    metrics_writer.close();
+    if (main_rank) metrics_writer->close();
     throw;
   }
-  metrics_writer.close();
+  if (main_rank) metrics_writer->close();
   summary.best_run = std::max_element(run_scores.begin(), run_scores.end()) - run_scores.begin();
   summary.best_score = run_scores[summary.best_run];
   summary.primary = eval::mean_and_sem(run_scores);
-  if (options.runs > 1) {
+  if (options.runs > 1 && main_rank) {
     // The best run's checkpoint also goes to the model directory's top level (copied atomically).
     std::string temp = summary.checkpoint + ".tmp";
     fs::copy_file(run_checkpoints[summary.best_run], temp, fs::copy_options::overwrite_existing);

@@ -21,6 +21,10 @@
 #include "lib/tasks/task_inputs.h"
 #include "lib/text/tokenizer.h"
 
+namespace cabert::dist {
+class Communicator;
+}
+
 namespace cabert::train {
 
 // Chang et al. Table 5: lr 3e-4 (1e-4 for QNLI and for base-size models), batch 32 (128 for MNLI/QQP),
@@ -53,6 +57,10 @@ struct FinetuneOptions {
   // Encoder-decoders (text-to-text): LABEL=TEXT verbaliser overrides, label smoothing of the target loss.
   std::vector<std::string> label_texts;
   double label_smoothing = 0;
+  // Data parallelism (lib/dist): nullptr or a world of 1 runs alone. Each update sees batch_size examples
+  // per rank (batch_size x world size in all, the steps per epoch shrink accordingly); every rank
+  // evaluates the dev sets, rank 0 alone writes checkpoints and metrics.
+  dist::Communicator* communicator = nullptr;
 };
 
 struct FinetuneSummary {

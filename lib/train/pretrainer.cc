@@ -1,6 +1,7 @@
 #include "lib/train/pretrainer.h"
 
 #include <chrono>
+#include <csignal>
 #include <cmath>
 #include <filesystem>
 #include <random>
@@ -13,6 +14,7 @@
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
 #include "lib/core/random.h"
+#include "lib/dist/communicator.h"
 #include "lib/data/pretraining_batches.h"
 #include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
@@ -20,6 +22,7 @@
 #include "lib/models/summary.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
+#include "lib/train/metrics_log.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 
@@ -33,24 +36,48 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Evaluation masks come from a fixed seed so that every evaluation of a run sees the same masks.
+// Every held-out example draws its masks from its own seed, so that every evaluation of a run sees the same
+// masks whatever the batch size or the number of ranks. Rank r evaluates examples r, r + W, ...; the metric
+// sums are added over the ranks.
 std::map<std::string, double> evaluate(Objectives& objectives, const std::vector<pb::PretrainingExample>& examples,
-                                       int64_t batch_size, Objective objective, uint64_t seed) {
+                                       const data::ExampleStream& stream, int64_t batch_size, Objective objective,
+                                       uint64_t seed, dist::Communicator& communicator) {
   if (examples.empty()) return {};
   torch::NoGradGuard no_grad;
   objectives.module().eval();
   std::string torch_state = torch_cpu_rng_state();  // ELECTRA sampling must not disturb training
-  torch::manual_seed(seed ^ 0x5eed);
-  std::mt19937_64 rng(seed ^ 0xe7a1);
+  torch::manual_seed(mix_seed(seed ^ 0x5eed, static_cast<uint64_t>(communicator.rank())));
+  std::mt19937_64 unused(seed);
+  std::vector<size_t> mine;
+  for (size_t i = communicator.rank(); i < examples.size(); i += communicator.world_size()) mine.push_back(i);
   std::map<std::string, double> sums;
-  for (size_t start = 0; start < examples.size(); start += batch_size) {
-    std::vector<pb::PretrainingExample> slice(examples.begin() + start,
-                                              examples.begin() + std::min(examples.size(), start + batch_size));
-    StepOutput out = objectives.compute(data::make_batch(slice), rng);
+  for (size_t start = 0; start < mine.size(); start += batch_size) {
+    std::vector<pb::PretrainingExample> slice;
+    std::vector<uint64_t> seeds;
+    for (size_t k = start; k < std::min(mine.size(), start + batch_size); ++k) {
+      slice.push_back(examples[mine[k]]);
+      seeds.push_back(stream.held_out_seed(mine[k]));
+    }
+    data::Batch batch = data::make_batch(slice);
+    batch.row_seeds = std::move(seeds);
+    StepOutput out = objectives.compute(batch, unused);
     for (const auto& [key, value] : out.sums) sums[key] += value;
   }
   set_torch_cpu_rng_state(torch_state);
   objectives.module().train();
+  if (communicator.distributed()) {
+    // Every rank names the same keys (the objective's), present or not in its own share.
+    for (const char* key : {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct",
+                            "rtd_count", "span_loss_sum", "span_tokens", "span_correct", "noise_tokens",
+                            "chunk_tokens"}) {
+      sums.try_emplace(key, 0.0);
+    }
+    std::vector<double> values;
+    for (const auto& [key, value] : sums) values.push_back(value);
+    communicator.all_reduce_sum(values, "the held-out evaluation's sums");
+    size_t i = 0;
+    for (auto& [key, value] : sums) value = values[i++];
+  }
   return summarise(sums, objective);
 }
 
@@ -60,40 +87,6 @@ std::string corpus_metadata(const std::string& shard, const std::string& key) {
   auto found = metadata.find(key);
   return found == metadata.end() ? "" : found->second;
 }
-
-class MetricsLog {
- public:
-  MetricsLog(std::string path, const pb::ModelConfig& config) : path_(std::move(path)), config_(config) {}
-  // Keeps the records of an earlier run up to `step` (resume).
-  void load_until(uint64_t step) {
-    if (!fs::exists(path_)) return;
-    io::RecordReader reader(path_);
-    reader.expect("cabert.pb.MetricsRecord");
-    pb::MetricsRecord record;
-    while (reader.next(&record)) {
-      if (record.step() <= step) records_.push_back(record);
-    }
-  }
-  void add(const std::string& phase, uint64_t step, double wall, const std::map<std::string, double>& values) {
-    pb::MetricsRecord record;
-    record.set_phase(phase);
-    record.set_step(step);
-    record.set_wall_seconds(wall);
-    for (const auto& [k, v] : values) (*record.mutable_values())[k] = v;
-    records_.push_back(record);
-  }
-  // Rewrites the whole stream atomically (readers never see a partial file).
-  void flush() {
-    io::RecordWriter writer(path_, "cabert.pb.MetricsRecord", {{"model", config_.name()}});
-    for (const auto& r : records_) writer.write(r);
-    writer.close();
-  }
-
- private:
-  std::string path_;
-  pb::ModelConfig config_;
-  std::vector<pb::MetricsRecord> records_;
-};
 
 double default_lr(const pb::ModelConfig& config, Objective objective) {
   const bool base = config.hidden_size() >= 768;
@@ -125,7 +118,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   check_objective_fits(options.model, options.objective);
   torch::Device device = ops::parse_device(options.device);
   if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
-  fs::create_directories(options.model_dir);
+  dist::Communicator single;
+  dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
+  const int world = communicator.world_size();
+  const bool main_rank = communicator.is_main();
+  if (main_rank) fs::create_directories(options.model_dir);
 
   // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them.
   pb::ModelConfig config = options.model;
@@ -135,17 +132,31 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   int64_t step = 0;
   std::unique_ptr<io::Checkpoint> resumed;
   if (options.resume) {
-    auto existing = list_checkpoints(options.model_dir);
-    if (existing.empty()) {
+    // Rank 0 picks the checkpoint; every rank reads that file (the model directory is on a filesystem they
+    // all see).
+    auto existing = main_rank ? list_checkpoints(options.model_dir) : decltype(list_checkpoints("")){};
+    const std::string path =
+        communicator.broadcast_bytes(existing.empty() ? std::string() : existing.back().second, "resume/checkpoint");
+    if (path.empty()) {
       log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
     } else {
-      resumed = std::make_unique<io::Checkpoint>(io::load_checkpoint(existing.back().second));
+      if (!fs::exists(path)) {
+        throw UsageError(str(communicator.describe(), ": --resume: cannot read ", path,
+                             " (rank 0's checkpoint): the model directory must be on a filesystem every rank sees"));
+      }
+      resumed = std::make_unique<io::Checkpoint>(io::load_checkpoint(path));
       config = resumed->info.model();
       step = static_cast<int64_t>(resumed->info.step());
       if (!resumed->info.tokenizer_checksum().empty() && !tokenizer_checksum.empty() &&
           resumed->info.tokenizer_checksum() != tokenizer_checksum) {
         throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
                              resumed->path));
+      }
+      const int saved_world = std::max<int>(1, static_cast<int>(resumed->info.world_size()));
+      if (saved_world != world) {
+        throw UsageError(str("--resume: ", resumed->path, " was written by a run of ", saved_world,
+                             " process(es); resume it with ", saved_world, " (this run has ", world,
+                             "): every rank continues from its own data position"));
       }
       log_info("pretrain: resuming from ", resumed->path, " at step ", step);
     }
@@ -161,7 +172,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   }
 
   // The resolved architecture beside the checkpoints, readable and reusable with --preset FILE.
-  write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), config::config_to_text(config));
+  if (main_rank) {
+    write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), config::config_to_text(config));
+  }
   torch::manual_seed(options.seed);
   std::mt19937_64 rng(options.seed);
   Objectives objectives(config, options.objective, device);
@@ -182,47 +195,88 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
   AdamW optimizer(module, adam);
 
-  data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)));
+  data::DataShare share;
+  share.rank = static_cast<uint32_t>(communicator.rank());
+  share.world_size = static_cast<uint32_t>(world);
+  share.seed = options.seed;
+  data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)), share);
   std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
   MetricsLog metrics((fs::path(options.model_dir) / "metrics.cabert").string(), config);
   if (resumed) {
     io::restore_module(module, *resumed, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
-    set_torch_cpu_rng_state(resumed->info.torch_rng_state());
-    set_rng_state(rng, resumed->info.std_rng_state());
-    stream.seek(resumed->info.data());
-    metrics.load_until(step);
+    const auto& info = resumed->info;
+    if (world > 1) {
+      if (info.ranks_size() != world) {
+        throw DataError(str(resumed->path, ": holds the state of ", info.ranks_size(), " ranks, expected ", world));
+      }
+      const pb::RankState& mine = info.ranks(communicator.rank());
+      set_torch_cpu_rng_state(mine.torch_rng_state());
+      set_rng_state(rng, mine.std_rng_state());
+      stream.seek(mine.data());
+    } else {
+      set_torch_cpu_rng_state(info.torch_rng_state());
+      set_rng_state(rng, info.std_rng_state());
+      stream.seek(info.data());
+    }
+    if (main_rank) metrics.load_until(step);
+  } else if (world > 1) {
+    // Every rank starts from rank 0's weights; dropout and ELECTRA's sampling then differ by rank.
+    std::vector<torch::Tensor> state = module.parameters(true);
+    for (auto& buffer : module.buffers(true)) state.push_back(buffer);
+    communicator.broadcast(state, "the initial parameters");
+    torch::manual_seed(mix_seed(options.seed, static_cast<uint64_t>(communicator.rank())));
   }
 
+  auto rank_state = [&] {
+    pb::RankState state;
+    *state.mutable_data() = stream.position();
+    state.set_torch_rng_state(torch_cpu_rng_state());
+    state.set_std_rng_state(rng_state(rng));
+    return state;
+  };
+  // Collective: every rank hands rank 0 its state; rank 0 alone writes.
   auto save = [&](int64_t at_step) {
-    pb::CheckpointInfo info;
-    info.set_kind("pretrain");
-    *info.mutable_model() = config;
-    info.set_tokenizer(tokenizer);
-    info.set_tokenizer_checksum(tokenizer_checksum);
-    info.set_step(at_step);
-    *info.mutable_data() = stream.position();
-    info.set_torch_rng_state(torch_cpu_rng_state());
-    info.set_std_rng_state(rng_state(rng));
-    for (const auto& c : options.corpus) info.add_corpus(c);
-    auto& meta = *info.mutable_metadata();
-    meta["objective"] = objective_name(options.objective);
-    if (options.objective == Objective::kSpanCorruption) {
-      meta["noise_density"] = str(options.noise_density);
-      meta["mean_noise_span_length"] = str(options.mean_noise_span_length);
+    std::vector<std::string> states = communicator.gather_to_main(rank_state().SerializeAsString(),
+                                                                  str("checkpoint/", at_step));
+    std::string path = checkpoint_path(options.model_dir, at_step);
+    if (main_rank) {
+      pb::CheckpointInfo info;
+      info.set_kind("pretrain");
+      *info.mutable_model() = config;
+      info.set_tokenizer(tokenizer);
+      info.set_tokenizer_checksum(tokenizer_checksum);
+      info.set_step(at_step);
+      *info.mutable_data() = stream.position();
+      info.set_torch_rng_state(torch_cpu_rng_state());
+      info.set_std_rng_state(rng_state(rng));
+      if (world > 1) {
+        info.set_world_size(static_cast<uint32_t>(world));
+        for (const auto& bytes : states) {
+          if (!info.add_ranks()->ParseFromString(bytes)) throw Error("internal: unreadable rank state");
+        }
+      }
+      for (const auto& c : options.corpus) info.add_corpus(c);
+      auto& meta = *info.mutable_metadata();
+      meta["objective"] = objective_name(options.objective);
+      if (options.objective == Objective::kSpanCorruption) {
+        meta["noise_density"] = str(options.noise_density);
+        meta["mean_noise_span_length"] = str(options.mean_noise_span_length);
+      }
+      meta["total_steps"] = std::to_string(options.steps);
+      meta["batch_size"] = std::to_string(options.batch_size * options.accumulate * world);
+      meta["processes"] = std::to_string(world);
+      meta["peak_lr"] = str(peak_lr);
+      meta["warmup_steps"] = std::to_string(warmup);
+      meta["seed"] = std::to_string(options.seed);
+      NamedTensors tensors = io::module_tensors(module, "model/");
+      for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
+      io::save_checkpoint(path, info, tensors);
+      metrics.flush();
+      auto all = list_checkpoints(options.model_dir);
+      for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
     }
-    meta["total_steps"] = std::to_string(options.steps);
-    meta["batch_size"] = std::to_string(options.batch_size * options.accumulate);
-    meta["peak_lr"] = str(peak_lr);
-    meta["warmup_steps"] = std::to_string(warmup);
-    meta["seed"] = std::to_string(options.seed);
-    NamedTensors tensors = io::module_tensors(module, "model/");
-    for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
-    const std::string path = checkpoint_path(options.model_dir, at_step);
-    io::save_checkpoint(path, info, tensors);
-    metrics.flush();
-    auto all = list_checkpoints(options.model_dir);
-    for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
+    communicator.barrier(str("saving checkpoint ", at_step));  // no rank leaves before the file is there
     return path;
   };
 
@@ -233,10 +287,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     return result;
   }
   log_info("pretrain: ", config.name(), " (", models::human_parameters(models::count_parameters(module)),
-           " parameters), objective ", objective_name(options.objective), ", steps ",
-           options.steps, ", batch ", options.batch_size, " x ", options.accumulate, ", peak lr ", peak_lr,
-           ", warm-up ", warmup, " on ", options.device);
+           " parameters), objective ", objective_name(options.objective), ", steps ", options.steps, ", batch ",
+           options.batch_size, " x ", options.accumulate, world > 1 ? str(" x ", world, " processes") : "",
+           ", peak lr ", peak_lr, ", warm-up ", warmup, " on ", options.device);
   std::vector<torch::Tensor> parameters = module.parameters(true);
+  std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
   module.train();
   // Counted from this process's first step so that the rate and ETA stay right after --resume.
   const int64_t first_step = step;
@@ -250,12 +305,15 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     optimizer.set_lr(lr);
     optimizer.zero_grad();
     std::map<std::string, double> sums;
-    double loss_value = 0;
+    double loss_value = 0;  // this rank's part of the joint loss (the parts add up over the ranks)
     int64_t tokens = 0;
+    bool finite = true;
     for (int64_t micro = 0; micro < options.accumulate; ++micro) {
       std::vector<pb::PretrainingExample> examples;
-      for (int64_t i = 0; i < options.batch_size; ++i) examples.push_back(stream.next());
+      std::vector<uint64_t> seeds(options.batch_size);
+      for (int64_t i = 0; i < options.batch_size; ++i) examples.push_back(stream.next(&seeds[i]));
       data::Batch batch = data::make_batch(examples);
+      batch.row_seeds = std::move(seeds);
       tokens += batch.tokens;
       StepOutput out;
       {
@@ -273,16 +331,40 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
         }
 #endif
       }
-      const double value = out.loss.item<double>();
-      if (!std::isfinite(value)) {
-        auto existing = list_checkpoints(options.model_dir);
-        throw Error(str("pretrain: non-finite loss (", value, ") at step ", step + 1, "; stopping. ",
-                        existing.empty() ? std::string("No checkpoint was written yet.")
-                                         : str("The last good checkpoint is ", existing.back().second)));
+      std::vector<double> counts;
+      for (const auto& term : out.terms) counts.push_back(term.count);
+      communicator.all_reduce_sum(counts, "the masked-token counts");
+      torch::Tensor loss = joint_batch_loss(out, counts, world) / static_cast<double>(options.accumulate);
+      const double value = loss.item<double>() / world;
+      finite = finite && std::isfinite(value);
+      loss_value += value;
+      if (micro + 1 == options.accumulate) gradient_sync->prepare(loss);  // earlier micro-batches accumulate locally
+      try {
+        loss.backward();
+      } catch (const std::exception& error) {
+        if (!communicator.distributed()) throw;
+        communicator.fail("the gradient all-reduce", error);
       }
-      loss_value += value / options.accumulate;
-      (out.loss / static_cast<double>(options.accumulate)).backward();
       for (const auto& [k, v] : out.sums) sums[k] += v;
+    }
+    // One all-reduce for what every rank must agree on before the update: a non-finite loss on any rank, the
+    // joint loss, the token count and the metric sums.
+    std::vector<double> shared{finite ? 0.0 : 1.0, loss_value, static_cast<double>(tokens)};
+    for (const auto& [k, v] : sums) shared.push_back(v);
+    communicator.all_reduce_sum(shared, "the step's loss and metrics");
+    if (shared[0] > 0) {
+      auto existing = main_rank ? list_checkpoints(options.model_dir) : decltype(list_checkpoints("")){};
+      throw Error(str("pretrain: non-finite loss (", shared[1], ") at step ", step + 1,
+                      world > 1 ? str(" on ", static_cast<int>(shared[0]), " of ", world, " ranks") : "", "; stopping. ",
+                      !main_rank ? std::string("")
+                      : existing.empty() ? std::string("No checkpoint was written yet.")
+                                         : str("The last good checkpoint is ", existing.back().second)));
+    }
+    loss_value = shared[1];
+    tokens = static_cast<int64_t>(shared[2]);
+    {
+      size_t i = 3;
+      for (auto& [k, v] : sums) v = shared[i++];
     }
     const double grad_norm = clip_gradients(parameters, options.clip_norm);
     optimizer.step();
@@ -298,7 +380,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     values["grad_norm"] = grad_norm;
     values["tokens_per_second"] = tokens_per_second;
     values["tokens"] = static_cast<double>(tokens);
-    metrics.add("train", step, wall(), values);
+    if (main_rank) metrics.add("train", step, wall(), values);
     if (!options.quiet_progress) {
       char extra[160];
       std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", loss_value, lr,
@@ -308,14 +390,19 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     if (options.after_step) options.after_step(step);
     const bool last = step == options.steps;
     if ((options.eval_every > 0 && step % options.eval_every == 0) || last) {
-      auto eval = evaluate(objectives, held_out, options.batch_size, options.objective, options.seed);
+      auto eval = evaluate(objectives, held_out, stream, options.batch_size, options.objective, options.seed,
+                           communicator);
       if (!eval.empty()) {
-        metrics.add("eval", step, wall(), eval);
+        if (main_rank) metrics.add("eval", step, wall(), eval);
         result.last_eval = eval;
         log_info("pretrain: step ", step, " eval (", held_out.size(), " held-out examples): ", format_values(eval));
       }
     }
-    const int signal = interrupt_requested();
+    // A signal on any rank stops every rank at this step, after one checkpoint.
+    const int signal_here = interrupt_requested();
+    std::vector<double> stop{signal_here != 0 ? 1.0 : 0.0};
+    communicator.all_reduce_sum(stop, "the stop flag");
+    const int signal = stop[0] > 0 ? (signal_here != 0 ? signal_here : SIGTERM) : 0;
     if (last || signal != 0 || (options.save_every > 0 && step % options.save_every == 0)) {
       result.last_checkpoint = save(step);
       log_debug("pretrain: saved ", result.last_checkpoint);

@@ -1,7 +1,8 @@
 // The pre-training loop of `cabert pretrain`: MLM (BERT) or ELECTRA replaced-token detection of encoders, T5
 // span corruption of encoder-decoders (Tay et al.), AdamW with
 // warm-up + linear decay, clipping, accumulation, held-out evaluation, metrics records, atomic
-// checkpoints (keep the last K), exact resume, graceful stop on SIGINT/SIGTERM.
+// checkpoints (keep the last K), exact resume, graceful stop on SIGINT/SIGTERM; alone or data-parallel
+// over c10d (every rank's data position and generators in the checkpoint, a signal on any rank stops all).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,10 @@
 
 #include "formats/model.pb.h"
 #include "lib/train/pretraining_objectives.h"
+
+namespace cabert::dist {
+class Communicator;
+}
 
 namespace cabert::train {
 
@@ -41,6 +46,9 @@ struct PretrainOptions {
   double noise_density = 0.15;        // span corruption (T5 / Tay et al.)
   double mean_noise_span_length = 3.0;
   std::function<void(int64_t step)> after_step;  // called after each update (tests, external monitors)
+  // Data parallelism (lib/dist): nullptr or a world of 1 runs alone. Each rank reads its share of the
+  // corpus; the joint batch is batch_size x accumulate x world size; rank 0 writes checkpoints and metrics.
+  dist::Communicator* communicator = nullptr;
 };
 
 struct PretrainResult {

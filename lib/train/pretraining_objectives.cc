@@ -81,7 +81,8 @@ void Objectives::set_span_corruption(double noise_density, double mean_noise_spa
 }
 
 StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt19937_64& rng) {
-  data::CorruptedRows corrupted = data::corrupt_rows(batch.ids, batch.mask, span_, rng);
+  RowRandom row_random = batch.row_seeds.empty() ? RowRandom(rng) : RowRandom(batch.row_seeds);
+  data::CorruptedRows corrupted = data::corrupt_rows(batch.ids, batch.mask, span_, row_random);
   const std::vector<data::Seq2SeqExample>& examples = corrupted.examples;
   if (examples.empty()) {
     throw DataError("span corruption: expected corpus examples with at least 2 regular tokens, got a batch without any");
@@ -96,6 +97,7 @@ StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt
   const double tokens = static_cast<double>(s2s.target_tokens);
   StepOutput out;
   out.loss = loss.loss / tokens;
+  out.terms.push_back({out.loss, 1.0, tokens});
   out.sums["span_loss_sum"] = loss.nll.item<double>();
   out.sums["span_tokens"] = tokens;
   out.sums["span_correct"] =
@@ -107,7 +109,8 @@ StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt
 
 StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   if (objective_ == Objective::kSpanCorruption) return compute_span_corruption(batch, rng);
-  data::MaskedBatch masked = data::mask_tokens(batch.ids, batch.mask, masking_, rng);
+  RowRandom rows = batch.row_seeds.empty() ? RowRandom(rng) : RowRandom(batch.row_seeds);
+  data::MaskedBatch masked = data::mask_tokens(batch.ids, batch.mask, masking_, rows);
   torch::Tensor input = masked.input_ids.to(device_), segments = batch.segments.to(device_);
   torch::Tensor mask = batch.mask.to(device_), positions = masked.positions.to(device_);
   torch::Tensor labels = masked.labels.to(device_);
@@ -121,6 +124,7 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   out.sums["mlm_correct"] = logits.argmax(-1).eq(labels).sum().item<double>();
   if (objective_ == Objective::kMlm) {
     out.loss = generator_loss;
+    out.terms.push_back({generator_loss, 1.0, count});
     return out;
   }
   // Replace the selected tokens with samples from the generator (no gradient through sampling).
@@ -137,12 +141,29 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   const auto& e = config_.electra();
   out.loss = e.generator_weight() * generator_loss + e.discriminator_weight() * rtd_loss;
   torch::Tensor weights = mask.to(torch::kFloat);
+  out.terms.push_back({generator_loss, e.generator_weight(), count});
+  out.terms.push_back({rtd_loss, e.discriminator_weight(), static_cast<double>(batch.tokens)});
   out.sums["rtd_loss_sum"] = rtd_loss.item<double>();
   out.sums["rtd_batches"] = 1;
   out.sums["rtd_correct"] =
       (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum().item<double>();
   out.sums["rtd_count"] = weights.sum().item<double>();
   return out;
+}
+
+torch::Tensor joint_batch_loss(const StepOutput& out, const std::vector<double>& total_counts, int world_size) {
+  if (world_size == 1) return out.loss;
+  if (total_counts.size() != out.terms.size()) {
+    throw Error(str("internal: ", out.terms.size(), " loss terms, ", total_counts.size(), " counts"));
+  }
+  torch::Tensor loss;
+  for (size_t i = 0; i < out.terms.size(); ++i) {
+    const auto& term = out.terms[i];
+    const double scale = total_counts[i] > 0 ? term.weight * term.count / total_counts[i] * world_size : 0.0;
+    torch::Tensor part = term.mean * scale;
+    loss = loss.defined() ? loss + part : part;
+  }
+  return loss;
 }
 
 std::map<std::string, double> summarise(const std::map<std::string, double>& sums, Objective objective) {

@@ -38,7 +38,21 @@ void check_objective_fits(const pb::ModelConfig& config, Objective objective);
 struct StepOutput {
   torch::Tensor loss;                   // what backward() sees
   std::map<std::string, double> sums;   // metric sums (divided by counts at report time)
+  // The loss as weighted means, loss = sum_i weight_i * mean_i, mean i over count_i items (masked tokens,
+  // real tokens, target tokens): what a data-parallel step renormalises over the ranks' joint batch.
+  struct Term {
+    torch::Tensor mean;
+    double weight = 1;
+    double count = 0;
+  };
+  std::vector<Term> terms;
 };
+
+// This rank's part of the loss of the joint batch of all ranks: sum_i weight_i * mean_i * count_i /
+// total_counts[i] * world_size, total_counts[i] = count_i summed over the ranks. The gradient all-reduce
+// averages over the ranks, so the update is that of one process holding the joint batch. With one process
+// (total = count) it is the loss itself.
+torch::Tensor joint_batch_loss(const StepOutput& out, const std::vector<double>& total_counts, int world_size);
 
 // Metric sums: "mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_correct", "rtd_count", "rtd_loss_sum",
 // "rtd_batches"; span corruption: "span_loss_sum", "span_tokens", "span_correct" (target tokens, EOS
@@ -51,7 +65,8 @@ class Objectives {
   void set_first_regular_id(int64_t id);
   void set_span_corruption(double noise_density, double mean_noise_span_length);
   torch::nn::Module& module() { return *module_; }
-  // Masks the batch (drawing from rng), runs the model and returns the loss and the metric sums.
+  // Masks the batch (each row drawing from its own seed in batch.row_seeds, else from rng), runs the model
+  // and returns the loss and the metric sums.
   StepOutput compute(const data::Batch& batch, std::mt19937_64& rng);
 
  private:

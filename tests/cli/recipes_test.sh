@@ -53,3 +53,12 @@ check_table convbert2020 electra bnk-conventional bnk-dynamic bnk-sdconv
 # ELECTRA rows give the generator's MLM and the discriminator's RTD accuracy.
 grep -Eq "^\| bnk-sdconv \| [0-9]+ \| MLM [0-9]+\.[0-9], RTD [0-9]+\.[0-9] \| [0-9]+ \|$" "$work/convbert2020/smoke/table.md" ||
   fail "an ELECTRA row's cost does not give both held-out accuracies: $(cat "$work/convbert2020/smoke/table.md")"
+
+# Data-parallel scaling: three runs (1 process, 2 processes, 2 threads), each with its measured tokens/s and the
+# ratio to one process.
+make --no-print-directory -C "$CABERT_SOURCE_DIR/recipes/data_parallel" scaling CABERT="$CABERT" OUT="$work/dp" \
+  STEPS=3 BATCH=8 MAX_LENGTH=32 > "$work/dp.out" 2>&1 || fail "make scaling failed: $(tail -n 20 "$work/dp.out")"
+for row in "one process \| 1 x 1 \| 8 \| [0-9]+ \| 1.00" "data parallel \| 2 x 1 \| 16 \| [0-9]+ \| [0-9]+\.[0-9]{2}" \
+           "intra-op threads \| 1 x 2 \| 8 \| [0-9]+ \| [0-9]+\.[0-9]{2}"; do
+  grep -Eq "^\| $row \|$" "$work/dp/scaling.md" || fail "scaling.md lacks the row '$row': $(cat "$work/dp/scaling.md")"
+done

@@ -1,0 +1,28 @@
+// Where this process stands in a data-parallel job, read from the variables PyTorch's launchers set
+// (torchrun, and `cabert ... --nproc N`): RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR,
+// MASTER_PORT. Without them (or with WORLD_SIZE=1) the process runs alone.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace cabert::dist {
+
+struct Environment {
+  int rank = 0;
+  int world_size = 1;
+  int local_rank = 0;          // picks the GPU (cuda:LOCAL_RANK)
+  int local_world_size = 1;    // processes on this machine (they share its cores)
+  std::string master_addr = "127.0.0.1";
+  int master_port = 29500;
+  bool distributed() const { return world_size > 1; }
+};
+
+// UsageError naming the variable and what it holds when one is malformed or missing while RANK or
+// WORLD_SIZE is set (e.g. "RANK=2 is not below WORLD_SIZE=2").
+Environment read_environment();
+
+// True when a launcher started this process (RANK is set): `--nproc` then does not spawn again.
+bool started_by_launcher();
+
+}  // namespace cabert::dist

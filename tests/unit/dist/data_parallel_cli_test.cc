@@ -1,0 +1,250 @@
+// `cabert pretrain|finetune` data-parallel, end to end over loopback (bounded: every run is a few seconds,
+// every wait has a deadline): 2 ranks x batch B/2 give the weights of 1 rank x batch B (dropout off), for
+// --nproc and for torchrun's environment variables; a resumed 2-rank run continues exactly; SIGTERM saves
+// every rank's state and stops them all; a killed rank ends the job with a clear error within the timeout.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "formats/metrics.pb.h"
+#include "lib/dist/local_launcher.h"
+#include "lib/io/checkpoint_file.h"
+#include "tests/test_paths.h"
+
+namespace cabert {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::cabert_binary;
+using testing::run_command;
+
+const char* const kModel =
+    " --preset bert-tiny-composite --set hidden_size=32 --set embedding_size=32 --set num_layers=2 --set num_heads=2"
+    " --set intermediate_size=64 --set dropout=0 --set attention_dropout=0";
+
+class DataParallelCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = (fs::temp_directory_path() / ("cabert_data_parallel_" + std::to_string(getpid()))).string();
+    fs::remove_all(root_);
+    fs::create_directories(root_);
+    // Frames of 4 records: batch 8 on one rank reads two frames, batch 4 on each of two ranks one each.
+    auto built = run_command(cabert_binary() + " -q build-corpus -m " + testing::alice_tokenizer() + " -i " +
+                             testing::source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt --input-format "
+                             "gutenberg --max-length 32 --frame-records 4 -o " + root_ + "/corpus");
+    ASSERT_EQ(built.exit_code, 0) << built.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  // A directory of this test under the suite's root.
+  std::string dir(const std::string& name) const {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    std::string path = root_ + "/" + info->name() + "/" + name;
+    fs::create_directories(path);
+    return path;
+  }
+  static std::string pretrain(const std::string& model_dir, const std::string& extra) {
+    return cabert_binary() + " --threads 1 pretrain" + kModel + " --corpus " + root_ + "/corpus --model-dir " +
+           model_dir + " --lr 3e-3 --warmup-steps 1 --eval-examples 8 --eval-every 2 " + extra;
+  }
+  // What a torchrun-started rank sees.
+  static std::string rank_environment(int rank, int port) {
+    return "RANK=" + std::to_string(rank) + " LOCAL_RANK=" + std::to_string(rank) +
+           " WORLD_SIZE=2 LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=" + std::to_string(port) + " ";
+  }
+  // Runs a bash script (background jobs, waits with deadlines).
+  testing::CommandResult bash(const std::string& name, const std::string& script) const {
+    const std::string path = dir("scripts") + "/" + name + ".sh";
+    testing::write_text(path, "set -u\n" + script);
+    return run_command("bash " + path);
+  }
+
+  // Bash lines that wait (at most 30 s) until rank 0 logged the start of training, then one more second.
+  static std::string wait_for_training(const std::string& err_file) {
+    return "for i in $(seq 600); do grep -q 'objective mlm' " + err_file + " && break; sleep 0.05; done\nsleep 1\n";
+  }
+
+  static std::string root_;
+};
+std::string DataParallelCli::root_;
+
+void expect_same_model(const std::string& a, const std::string& b, double tolerance) {
+  io::Checkpoint x = io::load_checkpoint(a), y = io::load_checkpoint(b);
+  size_t compared = 0;
+  for (const auto& [name, tensor] : x.tensors) {
+    if (name.rfind("model/", 0) != 0) continue;
+    ASSERT_TRUE(y.tensors.count(name)) << name;
+    const torch::Tensor& other = y.tensors.at(name);
+    if (tensor.is_floating_point()) {
+      EXPECT_TRUE(torch::allclose(tensor, other, tolerance, tolerance))
+          << name << ": max difference " << (tensor - other).abs().max().item<double>();
+    } else {
+      EXPECT_TRUE(torch::equal(tensor, other)) << name;
+    }
+    ++compared;
+  }
+  EXPECT_GT(compared, 10u);
+}
+
+std::vector<pb::MetricsRecord> eval_records(const std::string& model_dir) {
+  std::vector<pb::MetricsRecord> out;
+  for (const auto& r : testing::read_records<pb::MetricsRecord>(model_dir + "/metrics.cabert", "cabert.pb.MetricsRecord")) {
+    if (r.phase() == "eval") out.push_back(r);
+  }
+  return out;
+}
+
+TEST_F(DataParallelCli, TwoRanksOfHalfBatchesGiveTheWeightsOfOneRank) {
+  const std::string one = dir("one"), two = dir("two"), env = dir("env");
+  auto alone = run_command(pretrain(one, "--steps 4 --batch-size 8"));
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  auto spawned = run_command(pretrain(two, "--steps 4 --batch-size 4 --nproc 2"));
+  ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
+  EXPECT_NE(spawned.err.find("batch 4 x 1 x 2 processes"), std::string::npos) << spawned.err;
+  expect_same_model(one + "/checkpoint-00000004.cabert", two + "/checkpoint-00000004.cabert", 2e-5);
+
+  // The held-out evaluation, split over the ranks and summed, is the one-process evaluation.
+  auto evals_one = eval_records(one), evals_two = eval_records(two);
+  ASSERT_EQ(evals_one.size(), 2u);
+  ASSERT_EQ(evals_two.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    for (const auto& [key, value] : evals_one[i].values()) {
+      EXPECT_NEAR(evals_two[i].values().at(key), value, 1e-5 * std::max(1.0, std::abs(value))) << key << " at step " << evals_one[i].step();
+    }
+  }
+  pb::CheckpointInfo info = io::read_checkpoint_info(two + "/checkpoint-00000004.cabert");
+  EXPECT_EQ(info.world_size(), 2u);
+  ASSERT_EQ(info.ranks_size(), 2);
+  EXPECT_NE(info.ranks(0).data().record(), info.ranks(1).data().record()) << "the ranks read different frames";
+  EXPECT_EQ(info.metadata().at("batch_size"), "8");
+  EXPECT_EQ(info.metadata().at("processes"), "2");
+
+  // torchrun's way: two processes that find their rank in the environment.
+  const int port = dist::free_local_port();
+  auto launched = bash("torchrun_like", rank_environment(0, port) + pretrain(env, "--steps 4 --batch-size 4") +
+                                            " 2> " + env + "/r0.err & p0=$!\n" + rank_environment(1, port) +
+                                            pretrain(env, "--steps 4 --batch-size 4") + " 2> " + env +
+                                            "/r1.err & p1=$!\nwait $p0 || exit 1\nwait $p1 || exit 2\n");
+  ASSERT_EQ(launched.exit_code, 0) << testing::read_text(env + "/r0.err") << testing::read_text(env + "/r1.err");
+  expect_same_model(two + "/checkpoint-00000004.cabert", env + "/checkpoint-00000004.cabert", 1e-6);
+  EXPECT_NE(testing::read_text(env + "/r0.err").find("cabert[rank 0]: pretrain:"), std::string::npos);
+}
+
+TEST_F(DataParallelCli, AResumedTwoRankRunContinuesExactly) {
+  const std::string whole = dir("whole"), resumed = dir("resumed");
+  auto run = run_command(pretrain(whole, "--steps 6 --batch-size 4 --nproc 2 --save-every 3 --keep-checkpoints 5"));
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  // The same run stopped after step 3: its checkpoint and metrics up to there.
+  fs::copy_file(whole + "/checkpoint-00000003.cabert", resumed + "/checkpoint-00000003.cabert");
+  auto again = run_command(pretrain(resumed, "--steps 6 --batch-size 4 --nproc 2 --resume"));
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.err.find("resuming from"), std::string::npos) << again.err;
+  expect_same_model(whole + "/checkpoint-00000006.cabert", resumed + "/checkpoint-00000006.cabert", 1e-6);
+  pb::CheckpointInfo a = io::read_checkpoint_info(whole + "/checkpoint-00000006.cabert");
+  pb::CheckpointInfo b = io::read_checkpoint_info(resumed + "/checkpoint-00000006.cabert");
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(a.ranks(rank).data().SerializeAsString(), b.ranks(rank).data().SerializeAsString()) << rank;
+    EXPECT_EQ(a.ranks(rank).torch_rng_state(), b.ranks(rank).torch_rng_state()) << rank;
+  }
+  // Another number of processes cannot continue it: each rank's data position belongs to its share.
+  auto alone = run_command(pretrain(resumed, "--steps 9 --batch-size 8 --resume"));
+  EXPECT_EQ(alone.exit_code, 2);
+  EXPECT_NE(alone.err.find("was written by a run of 2 process(es); resume it with 2 (this run has 1)"),
+            std::string::npos)
+      << alone.err;
+}
+
+TEST_F(DataParallelCli, SigtermSavesEveryRankAndStopsThemAll) {
+  const std::string model = dir("model");
+  auto result = bash("sigterm", pretrain(model, "--steps 100000 --batch-size 4 --nproc 2 --save-every 0") +
+                                    " 2> " + model + "/err & pid=$!\n" + wait_for_training(model + "/err") +
+                                    "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n"
+                                    "pgrep -f -- '--model-dir " + model + "' && echo orphans\n");
+  const std::string err = testing::read_text(model + "/err");
+  EXPECT_NE(result.out.find("rc=143"), std::string::npos) << result.out << err;
+  EXPECT_EQ(result.out.find("orphans"), std::string::npos) << result.out;
+  EXPECT_NE(err.find("cabert[rank 0]: pretrain: stopped at step"), std::string::npos) << err;
+  std::vector<std::string> checkpoints;
+  for (const auto& entry : fs::directory_iterator(model)) {
+    if (entry.path().filename().string().rfind("checkpoint-", 0) == 0) checkpoints.push_back(entry.path().string());
+  }
+  ASSERT_EQ(checkpoints.size(), 1u) << err;
+  pb::CheckpointInfo info = io::read_checkpoint_info(checkpoints[0]);
+  EXPECT_GT(info.step(), 0u);
+  EXPECT_EQ(info.ranks_size(), 2);
+  // It resumes (two more steps).
+  auto resumed = run_command(pretrain(model, "--steps " + std::to_string(info.step() + 2) +
+                                                 " --batch-size 4 --nproc 2 --resume"));
+  EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+}
+
+TEST_F(DataParallelCli, AKilledRankEndsTheJobWithAClearError) {
+  const std::string model = dir("model");
+  const int port = dist::free_local_port();
+  const std::string command = pretrain(model, "--steps 100000 --batch-size 4 --save-every 0 --dist-timeout 10");
+  auto result = bash("killed", rank_environment(0, port) + command + " 2> " + model + "/r0.err & p0=$!\n" +
+                                   rank_environment(1, port) + command + " 2> " + model + "/r1.err & p1=$!\n" +
+                                   wait_for_training(model + "/r0.err") + "kill -9 $p1\nstart=$(date +%s)\n"
+                                   "( sleep 60; kill -9 $p0 ) 2>/dev/null & watchdog=$!\n"
+                                   "wait $p0\necho \"rc=$? waited=$(( $(date +%s) - start ))\"\nkill $watchdog\n");
+  const std::string err = testing::read_text(model + "/r0.err");
+  EXPECT_NE(result.out.find("rc=1 "), std::string::npos) << result.out << err;
+  int waited = std::stoi(result.out.substr(result.out.find("waited=") + 7));
+  EXPECT_LE(waited, 20) << "rank 0 must stop within the timeout (10 s), not hang";
+  EXPECT_NE(err.find("cabert[rank 0]: error: rank 0 of 2: "), std::string::npos) << err;
+  EXPECT_NE(err.find("failed: a peer process died or did not answer within 10 s (--dist-timeout); stopping."),
+            std::string::npos)
+      << err;
+
+  // Under --nproc, the launcher names the rank that died and ends with its code.
+  const std::string spawned = dir("spawned");
+  auto launched = bash("killed_child", pretrain(spawned, "--steps 100000 --batch-size 4 --save-every 0 --nproc 2 "
+                                                          "--dist-timeout 10") +
+                                           " 2> " + spawned + "/err & pid=$!\n" + wait_for_training(spawned + "/err") +
+                                           "kill -9 $(pgrep -P $pid | tail -1)\n"
+                                           "( sleep 90; kill -9 $pid ) 2>/dev/null & watchdog=$!\n"
+                                           "wait $pid\necho \"rc=$?\"\nkill $watchdog\n");
+  const std::string launcher_err = testing::read_text(spawned + "/err");
+  EXPECT_NE(launched.out.find("rc=137"), std::string::npos) << launched.out << launcher_err;
+  EXPECT_NE(launcher_err.find(") was killed by signal 9; waiting up to 40 s for the other ranks"), std::string::npos)
+      << launcher_err;
+  EXPECT_NE(launcher_err.find("a peer process died"), std::string::npos) << launcher_err;
+}
+
+TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank) {
+  const std::string data = dir("data"), one = dir("one"), two = dir("two");
+  const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
+  ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
+                        "/dev.tsv > " + data + "/dev.tsv").exit_code, 0);
+  const std::string finetune = cabert_binary() + " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
+                               " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
+                               " --set dropout=0 --set attention_dropout=0 --tokenizer " + testing::alice_tokenizer() +
+                               " --task SST-2 --train " + data + "/train.tsv --dev " + data + "/dev.tsv --epochs 2"
+                               " --max-length 32 --lr 1e-3 --model-dir ";
+  auto alone = run_command(finetune + one + " --batch-size 16");
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  auto spawned = run_command(finetune + two + " --batch-size 8 --nproc 2");
+  ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
+  EXPECT_NE(spawned.err.find("batch 8 x 2 processes"), std::string::npos) << spawned.err;
+  expect_same_model(one + "/best.cabert", two + "/best.cabert", 2e-5);
+  auto best_line = [](const std::string& out) {
+    const size_t at = out.find("dev: best");
+    return at == std::string::npos ? std::string("(none)") : out.substr(at, out.find('\n', at) - at);
+  };
+  EXPECT_EQ(best_line(spawned.out), best_line(alone.out));
+  // Mean pooling leaves the pooler unused: the Reducer must not wait for its gradient.
+  auto mean_pooled = run_command(finetune + dir("mean") + " --batch-size 8 --nproc 2 --pooling mean");
+  EXPECT_EQ(mean_pooled.exit_code, 0) << mean_pooled.err;
+
+  // Translation training stays in one process, and says so.
+  auto refused = run_command(cabert_binary() + " finetune --task translation --preset wu-lightconv-tiny --train " + data +
+                             "/train.tsv --dev " + data + "/dev.tsv --model-dir " + dir("translation") + " --nproc 2");
+  EXPECT_EQ(refused.exit_code, 2) << refused.err;
+  EXPECT_NE(refused.err.find("finetune --task translation runs in one process"), std::string::npos) << refused.err;
+}
+
+}  // namespace
+}  // namespace cabert
