@@ -45,7 +45,12 @@ void apply_global_options() {
   set_quiet(global.quiet);
   if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
   // The processes of a data-parallel job on one machine share its cores.
-  const dist::Environment env = dist::read_environment();
+  // (A malformed launcher environment is reported by the subcommands that train; the others ignore it.)
+  dist::Environment env;
+  try {
+    env = dist::read_environment();
+  } catch (const UsageError&) {
+  }
   if (env.distributed()) {
     set_log_source(str("cabert[rank ", env.rank, "]"));
     if (env.rank != 0) set_quiet(true);  // rank 0 reports progress; every rank reports errors

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <functional>
+#include <mutex>
 #include <thread>
 
 #include "lib/core/errors.h"
@@ -75,7 +76,10 @@ TEST(Communicator, SumsMaximaGatherAndBroadcast) {
 TEST(Communicator, GradientSyncAveragesTheRanksGradients) {
   // The gradients each rank would compute alone, averaged by hand.
   auto input_of = [](int rank) { return torch::arange(12, torch::kFloat).reshape({4, 3}) * (rank + 1) - 2.0; };
-  auto make_model = [] {
+  // The two ranks are threads of one process: they share torch's generator, so models are made one at a time.
+  std::mutex generator;
+  auto make_model = [&] {
+    std::lock_guard<std::mutex> lock(generator);
     torch::manual_seed(3);
     return torch::nn::Sequential(torch::nn::Linear(3, 5), torch::nn::Tanh(), torch::nn::Linear(5, 2));
   };
