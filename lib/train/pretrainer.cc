@@ -24,6 +24,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/metrics_log.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/rank_states.h"
 #include "lib/train/schedule.h"
 
 #if __has_include(<ATen/autocast_mode.h>)
@@ -132,31 +133,16 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   int64_t step = 0;
   std::unique_ptr<io::Checkpoint> resumed;
   if (options.resume) {
-    // Rank 0 picks the checkpoint; every rank reads that file (the model directory is on a filesystem they
-    // all see).
-    auto existing = main_rank ? list_checkpoints(options.model_dir) : decltype(list_checkpoints("")){};
-    const std::string path =
-        communicator.broadcast_bytes(existing.empty() ? std::string() : existing.back().second, "resume/checkpoint");
-    if (path.empty()) {
+    resumed = load_latest_checkpoint(options.model_dir, communicator);
+    if (!resumed) {
       log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
     } else {
-      if (!fs::exists(path)) {
-        throw UsageError(str(communicator.describe(), ": --resume: cannot read ", path,
-                             " (rank 0's checkpoint): the model directory must be on a filesystem every rank sees"));
-      }
-      resumed = std::make_unique<io::Checkpoint>(io::load_checkpoint(path));
       config = resumed->info.model();
       step = static_cast<int64_t>(resumed->info.step());
       if (!resumed->info.tokenizer_checksum().empty() && !tokenizer_checksum.empty() &&
           resumed->info.tokenizer_checksum() != tokenizer_checksum) {
         throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
                              resumed->path));
-      }
-      const int saved_world = std::max<int>(1, static_cast<int>(resumed->info.world_size()));
-      if (saved_world != world) {
-        throw UsageError(str("--resume: ", resumed->path, " was written by a run of ", saved_world,
-                             " process(es); resume it with ", saved_world, " (this run has ", world,
-                             "): every rank continues from its own data position"));
       }
       log_info("pretrain: resuming from ", resumed->path, " at step ", step);
     }
@@ -205,20 +191,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (resumed) {
     io::restore_module(module, *resumed, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
-    const auto& info = resumed->info;
-    if (world > 1) {
-      if (info.ranks_size() != world) {
-        throw DataError(str(resumed->path, ": holds the state of ", info.ranks_size(), " ranks, expected ", world));
-      }
-      const pb::RankState& mine = info.ranks(communicator.rank());
-      set_torch_cpu_rng_state(mine.torch_rng_state());
-      set_rng_state(rng, mine.std_rng_state());
-      stream.seek(mine.data());
-    } else {
-      set_torch_cpu_rng_state(info.torch_rng_state());
-      set_rng_state(rng, info.std_rng_state());
-      stream.seek(info.data());
-    }
+    restore_rank_state(*resumed, communicator, rng, stream);
     if (main_rank) metrics.load_until(step);
   } else if (world > 1) {
     // Every rank starts from rank 0's weights; dropout and ELECTRA's sampling then differ by rank.
@@ -228,17 +201,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     torch::manual_seed(mix_seed(options.seed, static_cast<uint64_t>(communicator.rank())));
   }
 
-  auto rank_state = [&] {
-    pb::RankState state;
-    *state.mutable_data() = stream.position();
-    state.set_torch_rng_state(torch_cpu_rng_state());
-    state.set_std_rng_state(rng_state(rng));
-    return state;
-  };
   // Collective: every rank hands rank 0 its state; rank 0 alone writes.
   auto save = [&](int64_t at_step) {
-    std::vector<std::string> states = communicator.gather_to_main(rank_state().SerializeAsString(),
-                                                                  str("checkpoint/", at_step));
+    std::vector<pb::RankState> states = gather_rank_states(communicator, capture_rank_state(stream, rng), at_step);
     std::string path = checkpoint_path(options.model_dir, at_step);
     if (main_rank) {
       pb::CheckpointInfo info;
@@ -247,15 +212,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       info.set_tokenizer(tokenizer);
       info.set_tokenizer_checksum(tokenizer_checksum);
       info.set_step(at_step);
-      *info.mutable_data() = stream.position();
-      info.set_torch_rng_state(torch_cpu_rng_state());
-      info.set_std_rng_state(rng_state(rng));
-      if (world > 1) {
-        info.set_world_size(static_cast<uint32_t>(world));
-        for (const auto& bytes : states) {
-          if (!info.add_ranks()->ParseFromString(bytes)) throw Error("internal: unreadable rank state");
-        }
-      }
+      record_rank_states(states, world, &info);
       for (const auto& c : options.corpus) info.add_corpus(c);
       auto& meta = *info.mutable_metadata();
       meta["objective"] = objective_name(options.objective);
