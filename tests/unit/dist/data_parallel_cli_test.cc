@@ -1,7 +1,8 @@
 // `cabert pretrain|finetune` data-parallel, end to end over loopback (bounded: every run is a few seconds,
 // every wait has a deadline): 2 ranks x batch B/2 give the weights of 1 rank x batch B (dropout off), for
-// --nproc and for torchrun's environment variables; a resumed 2-rank run continues exactly; SIGTERM saves
-// every rank's state and stops them all; a killed rank ends the job with a clear error within the timeout.
+// --nproc and for torchrun's environment variables; a resumed 2-rank run continues exactly; SIGTERM (to the
+// launcher or to one rank) saves every rank's state and stops them all; a killed rank ends the job with a clear
+// error within the timeout.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -179,6 +180,24 @@ TEST_F(DataParallelCli, SigtermSavesEveryRankAndStopsThemAll) {
   auto resumed = run_command(pretrain(model, "--steps " + std::to_string(info.step() + 2) +
                                                  " --batch-size 4 --nproc 2 --resume"));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
+
+  // SIGTERM to one rank alone (torchrun-style launch): the stop reaches every rank at the same step.
+  const std::string single = dir("single");
+  const int port = dist::free_local_port();
+  const std::string command = pretrain(single, "--steps 100000 --batch-size 4 --save-every 0");
+  auto one_rank = bash("sigterm_one_rank", rank_environment(0, port) + command + " 2> " + single + "/r0.err & p0=$!\n" +
+                                               rank_environment(1, port) + command + " 2> " + single + "/r1.err & p1=$!\n" +
+                                               wait_for_training(single + "/r0.err") + "kill -TERM $p1\n"
+                                               "wait $p0; echo \"rank0=$?\"\nwait $p1; echo \"rank1=$?\"\n");
+  EXPECT_NE(one_rank.out.find("rank0=143"), std::string::npos) << one_rank.out << testing::read_text(single + "/r0.err");
+  EXPECT_NE(one_rank.out.find("rank1=143"), std::string::npos) << one_rank.out << testing::read_text(single + "/r1.err");
+  size_t saved = 0;
+  for (const auto& entry : fs::directory_iterator(single)) {
+    if (entry.path().filename().string().rfind("checkpoint-", 0) != 0) continue;
+    EXPECT_EQ(io::read_checkpoint_info(entry.path().string()).ranks_size(), 2);
+    ++saved;
+  }
+  EXPECT_EQ(saved, 1u);
 }
 
 TEST_F(DataParallelCli, AKilledRankEndsTheJobWithAClearError) {
