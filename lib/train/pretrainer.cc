@@ -48,7 +48,7 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
   objectives.module().eval();
   std::string torch_state = torch_cpu_rng_state();  // ELECTRA sampling must not disturb training
   torch::manual_seed(mix_seed(seed ^ 0x5eed, static_cast<uint64_t>(communicator.rank())));
-  std::mt19937_64 unused(seed);
+  std::mt19937_64 shared_generator(seed);  // not drawn from: every row has its own seed
   std::vector<size_t> mine;
   for (size_t i = communicator.rank(); i < examples.size(); i += communicator.world_size()) mine.push_back(i);
   std::map<std::string, double> sums;
@@ -61,18 +61,14 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
     }
     data::Batch batch = data::make_batch(slice);
     batch.row_seeds = std::move(seeds);
-    StepOutput out = objectives.compute(batch, unused);
+    StepOutput out = objectives.compute(batch, shared_generator);
     for (const auto& [key, value] : out.sums) sums[key] += value;
   }
   set_torch_cpu_rng_state(torch_state);
   objectives.module().train();
   if (communicator.distributed()) {
-    // Every rank names the same keys (the objective's), present or not in its own share.
-    for (const char* key : {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct",
-                            "rtd_count", "span_loss_sum", "span_tokens", "span_correct", "noise_tokens",
-                            "chunk_tokens"}) {
-      sums.try_emplace(key, 0.0);
-    }
+    // Every rank adds the same names, whether or not its share of the held-out examples produced them.
+    for (const auto& name : metric_sum_names(objective)) sums.try_emplace(name, 0.0);
     std::vector<double> values;
     for (const auto& [key, value] : sums) values.push_back(value);
     communicator.all_reduce_sum(values, "the held-out evaluation's sums");
@@ -306,6 +302,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     }
     // One all-reduce for what every rank must agree on before the update: a non-finite loss on any rank, the
     // joint loss, the token count and the metric sums.
+    for (const auto& name : metric_sum_names(options.objective)) sums.try_emplace(name, 0.0);
     std::vector<double> shared{finite ? 0.0 : 1.0, loss_value, static_cast<double>(tokens)};
     for (const auto& [k, v] : sums) shared.push_back(v);
     communicator.all_reduce_sum(shared, "the step's loss and metrics");

@@ -166,6 +166,17 @@ torch::Tensor joint_batch_loss(const StepOutput& out, const std::vector<double>&
   return loss;
 }
 
+std::vector<std::string> metric_sum_names(Objective objective) {
+  switch (objective) {
+    case Objective::kMlm: return {"mlm_loss_sum", "mlm_count", "mlm_correct"};
+    case Objective::kElectra:
+      return {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct", "rtd_count"};
+    case Objective::kSpanCorruption:
+      return {"span_loss_sum", "span_tokens", "span_correct", "noise_tokens", "chunk_tokens"};
+  }
+  return {};
+}
+
 std::map<std::string, double> summarise(const std::map<std::string, double>& sums, Objective objective) {
   std::map<std::string, double> values;
   auto get = [&](const char* key) {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "formats/model.pb.h"
 #include "lib/data/masking.h"
@@ -81,6 +82,9 @@ class Objectives {
   std::shared_ptr<torch::nn::Module> module_;
   data::MaskingOptions masking_;
 };
+
+// The names of the metric sums `objective` reports (every rank adds the same names in a data-parallel run).
+std::vector<std::string> metric_sum_names(Objective objective);
 
 // Per-token means of the sums: mlm_loss, perplexity, mlm_accuracy (+ rtd_loss, rtd_accuracy for ELECTRA);
 // span corruption: span_loss (per target token), perplexity, span_accuracy, noise_fraction.
