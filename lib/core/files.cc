@@ -1,5 +1,7 @@
 #include "lib/core/files.h"
 
+#include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -7,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <regex>
 #include <sstream>
 
 #include "lib/core/errors.h"
@@ -62,6 +65,34 @@ AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
   if (!*file_) throw Error(str("cannot create output file ", temp_path_, ": ", std::strerror(errno)));
 }
 
+void sync_path(const std::string& path, bool directory) {
+  const int fd = ::open(path.c_str(), directory ? (O_RDONLY | O_DIRECTORY) : O_RDONLY);
+  if (fd < 0) throw Error(str("cannot open ", path, " to sync it: ", std::strerror(errno)));
+  const int rc = ::fsync(fd);
+  const int saved = errno;
+  ::close(fd);
+  // Some filesystems cannot sync a directory (EINVAL); the file itself is synced either way.
+  if (rc != 0 && !(directory && saved == EINVAL)) {
+    throw Error(str("cannot sync ", path, " to disk: ", std::strerror(saved)));
+  }
+}
+
+size_t remove_stale_temporaries(const std::string& dir) {
+  static const std::regex pattern("\\..+\\.tmp\\.([0-9]+)");
+  size_t removed = 0;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) return 0;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::smatch match;
+    const std::string name = entry.path().filename().string();
+    if (!std::regex_match(name, match, pattern)) continue;
+    const pid_t writer = static_cast<pid_t>(std::stol(match[1]));
+    if (writer == getpid() || ::kill(writer, 0) == 0 || errno != ESRCH) continue;  // its writer may still run
+    if (fs::remove(entry.path(), ec)) ++removed;
+  }
+  return removed;
+}
+
 AtomicOutput::~AtomicOutput() {
   if (!committed_ && !temp_path_.empty()) {
     file_.reset();
@@ -79,9 +110,13 @@ void AtomicOutput::commit() {
   if (file_) {
     file_->close();
     if (file_->fail()) throw Error(str("error closing ", temp_path_));
+    // Durable before it is visible: the data reaches the disk, then the rename, then the directory entry.
+    sync_path(temp_path_, false);
     std::error_code ec;
     fs::rename(temp_path_, path_, ec);
     if (ec) throw Error(str("cannot rename ", temp_path_, " to ", path_, ": ", ec.message()));
+    const fs::path parent = fs::path(path_).parent_path();
+    sync_path(parent.empty() ? "." : parent.string(), true);
   }
   committed_ = true;
 }

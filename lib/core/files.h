@@ -1,6 +1,7 @@
 // Files and the '-' convention: "-" reads stdin / writes stdout. Outputs are written to a temporary file
 // beside the destination and renamed on commit(), so an interrupted run never leaves a half-written file
-// under the final name.
+// under the final name; commit() syncs the file before the rename and the directory after it, so what a
+// commit returned from survives a crash or a power loss.
 #pragma once
 
 #include <cstdint>
@@ -32,7 +33,7 @@ class AtomicOutput {
 
   std::ostream& stream();
   const std::string& path() const { return path_; }
-  // Flushes, checks for write errors (disk full, closed pipe) and renames into place.
+  // Flushes, checks for write errors (disk full, closed pipe), syncs and renames into place.
   void commit();
 
  private:
@@ -41,6 +42,13 @@ class AtomicOutput {
   std::unique_ptr<std::ofstream> file_;
   bool committed_ = false;
 };
+
+// fsync of a file or a directory (Error naming it when the disk refuses).
+void sync_path(const std::string& path, bool directory);
+
+// Removes the temporary files (".NAME.tmp.PID") that AtomicOutput left in `dir` when its process was killed
+// (their PID no longer runs). Returns how many.
+size_t remove_stale_temporaries(const std::string& dir);
 
 // Writes `contents` to `path` atomically.
 void write_file_atomically(const std::string& path, const std::string& contents);

@@ -119,7 +119,13 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
   const int world = communicator.world_size();
   const bool main_rank = communicator.is_main();
-  if (main_rank) fs::create_directories(options.model_dir);
+  if (main_rank) {
+    fs::create_directories(options.model_dir);
+    // What a killed run was writing when it died.
+    if (size_t removed = remove_stale_temporaries(options.model_dir)) {
+      log_info("pretrain: removed ", removed, " temporary file(s) a killed run left in ", options.model_dir);
+    }
+  }
 
   // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them.
   pb::ModelConfig config = options.model;

@@ -3,25 +3,43 @@
 #include <filesystem>
 
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 #include "lib/core/random.h"
 #include "lib/train/checkpoint.h"
 
 namespace cabert::train {
 
 std::unique_ptr<io::Checkpoint> load_latest_checkpoint(const std::string& model_dir, dist::Communicator& communicator) {
-  // Rank 0 picks the checkpoint; every rank reads that file.
-  std::string latest;
+  // Rank 0 picks the newest checkpoint that reads back whole (a crash or a full disk can leave a broken newest
+  // one); every rank then reads that file.
+  std::unique_ptr<io::Checkpoint> checkpoint;
+  std::string chosen;
   if (communicator.is_main()) {
     auto existing = list_checkpoints(model_dir);
-    if (!existing.empty()) latest = existing.back().second;
+    size_t skipped = 0;
+    for (auto it = existing.rbegin(); it != existing.rend() && !checkpoint; ++it) {
+      try {
+        checkpoint = std::make_unique<io::Checkpoint>(io::load_checkpoint(it->second));
+        chosen = it->second;
+      } catch (const Error& error) {
+        log_warning("--resume: skipping ", it->second, ": ", error.what());
+        ++skipped;
+      }
+    }
+    if (!checkpoint && skipped > 0) {
+      throw DataError(str("--resume: none of the ", skipped, " checkpoints in ", model_dir,
+                          " reads back whole (see the warnings above); move them away to start afresh"));
+    }
   }
-  const std::string path = communicator.broadcast_bytes(latest, "resume/checkpoint");
+  const std::string path = communicator.broadcast_bytes(chosen, "resume/checkpoint");
   if (path.empty()) return nullptr;
-  if (!std::filesystem::exists(path)) {
-    throw UsageError(str(communicator.describe(), ": --resume: cannot read ", path,
-                         " (rank 0's checkpoint): the model directory must be on a filesystem every rank sees"));
+  if (!communicator.is_main()) {
+    if (!std::filesystem::exists(path)) {
+      throw UsageError(str(communicator.describe(), ": --resume: cannot read ", path,
+                           " (rank 0's checkpoint): the model directory must be on a filesystem every rank sees"));
+    }
+    checkpoint = std::make_unique<io::Checkpoint>(io::load_checkpoint(path));
   }
-  auto checkpoint = std::make_unique<io::Checkpoint>(io::load_checkpoint(path));
   const int saved_world = std::max<int>(1, static_cast<int>(checkpoint->info.world_size()));
   if (saved_world != communicator.world_size()) {
     throw UsageError(str("--resume: ", path, " was written by a run of ", saved_world, " process(es); resume it with ",

@@ -15,7 +15,8 @@
 
 namespace cabert::train {
 
-// The latest checkpoint in `model_dir` as rank 0 sees it, read by every rank (nullptr when there is none).
+// The newest checkpoint in `model_dir` that reads back whole, as rank 0 sees it (a broken newer one is skipped
+// with a warning saying why), read by every rank; nullptr when there is none. DataError when none reads back;
 // UsageError when a rank cannot read rank 0's file (the directory must be shared) or when the checkpoint was
 // written by another number of processes.
 std::unique_ptr<io::Checkpoint> load_latest_checkpoint(const std::string& model_dir, dist::Communicator& communicator);

@@ -400,3 +400,46 @@ TEST_F(PretrainTest, RestoresEncoderWeightsByPrefix) {
 
 }  // namespace
 }  // namespace cabert::train
+
+namespace cabert::train {
+namespace {
+
+// A crash can leave a broken newest checkpoint (a disk that filled, a file cut short by hand): --resume skips
+// it with a warning and continues exactly from the newest one that reads back whole.
+TEST_F(PretrainTest, ResumeFallsBackToTheNewestCheckpointThatReadsBack) {
+  const std::string full = fresh("full"), broken = fresh("broken");
+  PretrainOptions o = tiny_options("bert-tiny-none", full, corpus_);
+  o.steps = 8;
+  o.save_every = 2;
+  o.keep_checkpoints = 5;
+  run_pretraining(o);
+
+  o.model_dir = broken;
+  // Stopped after step 6 (same schedule as the full run), then its step-6 file is cut short.
+  o.after_step = [](int64_t step) {
+    if (step == 6) set_interrupt_for_testing(SIGTERM);
+  };
+  EXPECT_THROW(run_pretraining(o), Interrupted);
+  set_interrupt_for_testing(0);
+  const std::string newest = checkpoint_path(broken, 6);
+  ASSERT_TRUE(fs::exists(newest));
+  const auto size = fs::file_size(newest);
+  fs::resize_file(newest, size / 2);
+  o.after_step = nullptr;
+  o.resume = true;
+  PretrainResult result = run_pretraining(o);
+  EXPECT_EQ(result.steps_done, 4) << "resumed from step 4, the newest checkpoint that reads back";
+  expect_same_model(checkpoint_path(full, 8), checkpoint_path(broken, 8));
+
+  // When none reads back, resuming stops and says so instead of starting afresh.
+  const std::string none = fresh("none");
+  fs::copy_file(checkpoint_path(full, 2), checkpoint_path(none, 2));
+  fs::resize_file(checkpoint_path(none, 2), 100);
+  o.model_dir = none;
+  std::string message = testing::data_error_message([&] { run_pretraining(o); });
+  EXPECT_EQ(message, "--resume: none of the 1 checkpoints in " + none +
+                         " reads back whole (see the warnings above); move them away to start afresh");
+}
+
+}  // namespace
+}  // namespace cabert::train
