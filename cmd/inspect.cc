@@ -136,7 +136,13 @@ void run_inspect(const InspectFlags& flags) {
         std::cout << "record " << records << ": " << compact_text(*record) << "\n";
         if (tokenizer) {
           std::string pieces;
-          for (int id : token_ids(*record)) pieces += (pieces.empty() ? "" : " ") + tokenizer->id_to_piece(id);
+          for (int id : token_ids(*record)) {
+            try {
+              pieces += (pieces.empty() ? "" : " ") + tokenizer->id_to_piece(id);
+            } catch (const DataError& error) {
+              throw DataError(str(reader.name(), ": record ", records, ": ", error.what()));
+            }
+          }
           std::cout << "  pieces: " << pieces << "\n";
         }
       }

@@ -1,6 +1,8 @@
 #include "lib/data/corpus_builder.h"
 
 #include <cstdio>
+#include <cstdlib>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -110,9 +112,27 @@ CorpusStats build_corpus(const CorpusOptions& options) {
                             options.tokenizer_model, " has ", tokenizer->checksum(), ")"));
       }
       if (!tokenizer) {
+        // Every token file must come from the tokenizer of the first: its metadata describes the corpus.
+        auto recorded = metadata.find("tokenizer_checksum");
+        std::string checksum_here = checksum == header_metadata.end() ? "none" : checksum->second;
+        if (index > 0 && checksum_here != (recorded == metadata.end() ? "none" : recorded->second)) {
+          throw DataError(str(reader.name(), ": encoded with another tokenizer (checksum ", checksum_here, ") than ",
+                              options.inputs[0], " (checksum ",
+                              recorded == metadata.end() ? "none" : recorded->second,
+                              "); give token files of one tokenizer, or pass -m to check them against it"));
+        }
         for (const char* key : {"tokenizer", "tokenizer_checksum", "vocab_size"}) {
           auto found = header_metadata.find(key);
           if (found != header_metadata.end()) metadata[key] = found->second;
+        }
+      }
+      int64_t vocab_size = tokenizer ? tokenizer->vocab_size() : 0;
+      if (auto found = header_metadata.find("vocab_size"); !tokenizer && found != header_metadata.end()) {
+        char* end = nullptr;
+        vocab_size = std::strtoll(found->second.c_str(), &end, 10);
+        if (*end != '\0' || vocab_size <= 0 || vocab_size > std::numeric_limits<int32_t>::max()) {
+          throw DataError(str(reader.name(), ": header metadata vocab_size '", found->second,
+                              "': expected a positive 32-bit integer"));
         }
       }
       pb::TokenizedText record;
@@ -120,6 +140,12 @@ CorpusStats build_corpus(const CorpusOptions& options) {
         if (record.ids_size() == 0) {
           packer.end_document();
         } else {
+          for (int32_t id : record.ids()) {
+            if (id < 0 || (vocab_size > 0 && id >= vocab_size)) {
+              throw DataError(str(reader.name(), ": record ", reader.records_read(), ": token id ", id,
+                                  " is outside the vocabulary of ", vocab_size, " ids"));
+            }
+          }
           ids.assign(record.ids().begin(), record.ids().end());
           packer.add_sentence(ids);
         }

@@ -10,7 +10,18 @@ namespace cabert::data {
 
 namespace {
 constexpr const char* kExampleType = "cabert.pb.PretrainingExample";
+
+void check_ids(const pb::PretrainingExample& example, int64_t vocab_size, const std::string& shard,
+               uint64_t record_index) {
+  if (vocab_size <= 0) return;
+  for (int32_t id : example.token_ids()) {
+    if (id < 0 || id >= vocab_size) {
+      throw DataError(str(shard, ": record ", record_index + 1, ": token id ", id, " is outside the model's ",
+                          "vocabulary of ", vocab_size, " ids (a corpus built with another tokenizer?)"));
+    }
+  }
 }
+}  // namespace
 
 ExampleStream::ExampleStream(std::vector<std::string> shards, uint64_t held_out, DataShare share)
     : shards_(std::move(shards)), held_out_(held_out), share_(share) {
@@ -41,6 +52,7 @@ pb::PretrainingExample ExampleStream::next(uint64_t* example_seed) {
       const uint64_t index = reader_->last_record_index();
       position_.set_record(index + 1);
       if (position_.shard() == 0 && index < held_out_) continue;
+      check_ids(example, vocab_size_, shards_[position_.shard()], index);
       yielded_in_epoch_ = true;
       position_.set_examples_seen(position_.examples_seen() + 1);
       if (example_seed != nullptr) {
@@ -97,7 +109,10 @@ std::vector<pb::PretrainingExample> ExampleStream::held_out_examples() const {
   io::RecordReader reader(shards_[0]);
   reader.expect(kExampleType);
   pb::PretrainingExample example;
-  while (examples.size() < held_out_ && reader.next(&example)) examples.push_back(example);
+  while (examples.size() < held_out_ && reader.next(&example)) {
+    check_ids(example, vocab_size_, shards_[0], examples.size());
+    examples.push_back(example);
+  }
   return examples;
 }
 

@@ -42,6 +42,9 @@ class ExampleStream {
   std::vector<pb::PretrainingExample> held_out_examples() const;
   // The seed of held-out example `index` (evaluation draws the same masks every time, on every rank).
   uint64_t held_out_seed(uint64_t index) const;
+  // From now on every example read is checked: a token id outside [0, vocab_size) is a DataError naming
+  // the shard and the record (the corpus of another tokenizer), before it can reach an embedding on any device.
+  void check_ids_below(int64_t vocab_size) { vocab_size_ = vocab_size; }
 
  private:
   void open(uint32_t shard);
@@ -51,6 +54,7 @@ class ExampleStream {
   pb::DataPosition position_;
   std::unique_ptr<io::RecordReader> reader_;
   bool yielded_in_epoch_ = false;
+  int64_t vocab_size_ = 0;  // 0: unchecked
 };
 
 struct Batch {

@@ -50,6 +50,12 @@ void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::Checkpo
                         " (checksum ", info.tokenizer_checksum(), "), but ", tokenizer.path(), " has checksum ",
                         tokenizer.checksum(), "; pass the tokenizer the model was pre-trained with"));
   }
+  // An older checkpoint without a checksum, or one imported from elsewhere: the ids must still fit.
+  if (info.has_model() && tokenizer.vocab_size() > info.model().vocab_size()) {
+    throw DataError(str(checkpoint_path, ": the model's vocabulary has ", info.model().vocab_size(), " ids, but ",
+                        tokenizer.path(), " has ", tokenizer.vocab_size(),
+                        " pieces; pass the tokenizer the model was pre-trained with"));
+  }
 }
 
 

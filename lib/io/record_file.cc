@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <limits>
 #include <streambuf>
 
 #include "lib/core/errors.h"
@@ -148,7 +149,15 @@ void RecordWriter::write(const google::protobuf::Message& record) {
     throw Error(str("internal: writing a ", record.GetDescriptor()->full_name(), " into a file of ",
                     header_.message_type()));
   }
-  put_varint(&pending_, record.ByteSizeLong());
+  const size_t size = record.ByteSizeLong();
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
+    // Written, it would be a file no protobuf reader can parse: refused while the cause is still known.
+    throw DataError(str(display_name(out_.path(), true), ": record ", records_, " (a ",
+                        record.GetDescriptor()->full_name(), ") would take ", size,
+                        " bytes; protobuf parses records of at most ", std::numeric_limits<int>::max(),
+                        " bytes, so it cannot be written"));
+  }
+  put_varint(&pending_, size);
   record.AppendToString(&pending_);
   ++pending_records_;
   ++records_;
@@ -269,19 +278,46 @@ bool RecordReader::read_marker(Marker* marker, bool end_allowed) {
 }
 
 std::string RecordReader::read_frame(const Marker& marker) {
-  std::string compressed(marker.compressed_size, '\0');
-  size_t got = read_some(compressed.data(), compressed.size());
-  if (got < compressed.size()) {
-    fail(marker.offset, str("truncated file: the frame needs ", compressed.size(), " bytes, only ", got,
-                            " remain"));
+  // The sizes come from the file: memory grows with the bytes that actually arrive and decompress, never
+  // with what a marker merely claims (a 100-byte file must not reserve gigabytes).
+  std::string compressed;
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
+  while (compressed.size() < marker.compressed_size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, marker.compressed_size - compressed.size()));
+    size_t before = compressed.size();
+    compressed.resize(before + want);
+    size_t got = read_some(compressed.data() + before, want);
+    compressed.resize(before + got);
+    if (got < want) {
+      fail(marker.offset, str("truncated file: the frame needs ", marker.compressed_size, " bytes, only ",
+                              compressed.size(), " remain"));
+    }
   }
-  std::string data(marker.decompressed_size, '\0');
-  size_t size = ZSTD_decompressDCtx(zstd_->context, data.data(), data.size(), compressed.data(), compressed.size());
-  if (ZSTD_isError(size)) {
-    fail(marker.offset, str("corrupted zstd frame: ", ZSTD_getErrorName(size)));
+  std::string data;
+  ZSTD_DCtx_reset(zstd_->context, ZSTD_reset_session_only);
+  ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
+  size_t status = 1;
+  while (status != 0) {
+    // Geometric growth up to the claimed size, plus one byte that shows a frame holding more than it claims.
+    size_t room = static_cast<size_t>(
+        std::min<uint64_t>(std::max<uint64_t>(data.size(), kChunk), marker.decompressed_size + 1 - data.size()));
+    size_t before = data.size();
+    data.resize(before + room);
+    ZSTD_outBuffer output{data.data() + before, room, 0};
+    status = ZSTD_decompressStream(zstd_->context, &output, &input);
+    data.resize(before + output.pos);
+    if (ZSTD_isError(status)) fail(marker.offset, str("corrupted zstd frame: ", ZSTD_getErrorName(status)));
+    if (data.size() > marker.decompressed_size) {
+      fail(marker.offset, str("corrupted frame: decompresses to more than the ", marker.decompressed_size,
+                              " bytes its marker says"));
+    }
+    if (status != 0 && input.pos == input.size && output.pos < room) {
+      fail(marker.offset, "corrupted zstd frame: it ends before its last block");
+    }
   }
-  if (size != marker.decompressed_size) {
-    fail(marker.offset, str("corrupted frame: decompressed to ", size, " bytes, the marker says ",
+  if (input.pos != input.size) fail(marker.offset, "corrupted frame: bytes after the end of its zstd frame");
+  if (data.size() != marker.decompressed_size) {
+    fail(marker.offset, str("corrupted frame: decompressed to ", data.size(), " bytes, the marker says ",
                             marker.decompressed_size));
   }
   return data;
@@ -362,6 +398,9 @@ bool RecordReader::next_view(const char** data, size_t* size) {
   uint64_t length = 0;
   if (!get_varint(frame_, &frame_position_, &length) || length > frame_.size() - frame_position_) {
     fail(frame_offset_, "corrupted frame: a record length runs past the frame");
+  }
+  if (length > static_cast<uint64_t>(std::numeric_limits<int>::max())) {
+    fail(frame_offset_, str("corrupted frame: a record claims ", length, " bytes, more than protobuf parses"));
   }
   *data = frame_.data() + frame_position_;
   *size = static_cast<size_t>(length);

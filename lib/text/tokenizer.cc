@@ -139,12 +139,14 @@ std::vector<int> Tokenizer::encode(const std::string& text) const {
   return ids;
 }
 
-std::string Tokenizer::decode(const std::vector<int>& ids) const {
-  for (int id : ids) {
-    if (id < 0 || id >= vocab_size()) {
-      throw DataError(str("token id ", id, " is outside the vocabulary of ", path_, " (size ", vocab_size(), ")"));
-    }
+void Tokenizer::check_id(int id) const {
+  if (id < 0 || id >= vocab_size()) {
+    throw DataError(str("token id ", id, " is outside the vocabulary of ", path_, " (size ", vocab_size(), ")"));
   }
+}
+
+std::string Tokenizer::decode(const std::vector<int>& ids) const {
+  for (int id : ids) check_id(id);
   std::string text;
   auto status = processor_->Decode(ids, &text);
   if (!status.ok()) throw Error(str("SentencePiece decode failed: ", status.ToString()));
@@ -153,7 +155,10 @@ std::string Tokenizer::decode(const std::vector<int>& ids) const {
 
 int Tokenizer::vocab_size() const { return processor_->GetPieceSize(); }
 
-std::string Tokenizer::id_to_piece(int id) const { return processor_->IdToPiece(id); }
+std::string Tokenizer::id_to_piece(int id) const {
+  check_id(id);  // SentencePiece itself would read past its piece table
+  return processor_->IdToPiece(id);
+}
 
 int Tokenizer::sentinel_id(int index) const {
   if (index < 0 || index >= num_sentinels_) {

@@ -52,9 +52,11 @@ class Tokenizer {
   ~Tokenizer();
 
   std::vector<int> encode(const std::string& text) const;
+  // Both throw DataError for an id outside the vocabulary.
   std::string decode(const std::vector<int>& ids) const;
   int vocab_size() const;
   std::string id_to_piece(int id) const;
+  void check_id(int id) const;
   int num_sentinels() const { return num_sentinels_; }
   int sentinel_id(int index) const;
   const std::string& path() const { return path_; }

@@ -78,11 +78,43 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
   return summarise(sums, objective);
 }
 
-std::string corpus_metadata(const std::string& shard, const std::string& key) {
-  io::RecordReader reader(shard);
-  const auto& metadata = reader.header().metadata();
-  auto found = metadata.find(key);
-  return found == metadata.end() ? "" : found->second;
+struct CorpusTokenizer {
+  std::string tokenizer, checksum;
+  int64_t vocab_size = 0;  // 0: not recorded
+};
+
+// What build-corpus recorded about the tokenizer, the same in every shard (each one is checked: shards of
+// different tokenizers would train on ids that mean different pieces).
+CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
+  CorpusTokenizer first;
+  for (size_t i = 0; i < shards.size(); ++i) {
+    io::RecordReader reader(shards[i]);
+    const auto& metadata = reader.header().metadata();
+    auto value = [&](const char* key) {
+      auto found = metadata.find(key);
+      return found == metadata.end() ? std::string() : found->second;
+    };
+    CorpusTokenizer shard{value("tokenizer"), value("tokenizer_checksum"), 0};
+    if (const std::string vocab = value("vocab_size"); !vocab.empty()) {
+      char* end = nullptr;
+      const long long parsed = std::strtoll(vocab.c_str(), &end, 10);
+      if (*end != '\0' || parsed <= 0 || parsed > (int64_t{1} << 31) - 1) {
+        throw DataError(str(reader.name(), ": header metadata vocab_size '", vocab,
+                            "': expected a positive 32-bit integer"));
+      }
+      shard.vocab_size = parsed;
+    }
+    if (i == 0) {
+      first = shard;
+    } else if (shard.checksum != first.checksum || shard.vocab_size != first.vocab_size) {
+      throw DataError(str(reader.name(), ": built with tokenizer ", shard.tokenizer, " (checksum ",
+                          shard.checksum.empty() ? "none" : shard.checksum, ", vocab_size ", shard.vocab_size,
+                          "), but ", shards[0], " with ", first.tokenizer, " (checksum ",
+                          first.checksum.empty() ? "none" : first.checksum, ", vocab_size ", first.vocab_size,
+                          "); every --corpus shard must come from one tokenizer"));
+    }
+  }
+  return first;
 }
 
 double default_lr(const pb::ModelConfig& config, Objective objective) {
@@ -129,9 +161,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
 
   // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them.
   pb::ModelConfig config = options.model;
-  std::string tokenizer = corpus_metadata(options.corpus.at(0), "tokenizer");
-  std::string tokenizer_checksum = corpus_metadata(options.corpus.at(0), "tokenizer_checksum");
-  std::string vocab = corpus_metadata(options.corpus.at(0), "vocab_size");
+  const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
+  const std::string& tokenizer = corpus.tokenizer;
+  const std::string& tokenizer_checksum = corpus.checksum;
   int64_t step = 0;
   std::unique_ptr<io::Checkpoint> resumed;
   if (options.resume) {
@@ -149,9 +181,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       log_info("pretrain: resuming from ", resumed->path, " at step ", step);
     }
   }
-  if (!resumed && !vocab.empty() && std::stoi(vocab) != config.vocab_size()) {
-    log_info("pretrain: vocab_size ", config.vocab_size(), " -> ", vocab, " (from the corpus tokenizer)");
-    config.set_vocab_size(std::stoi(vocab));
+  if (!resumed && corpus.vocab_size > 0 && corpus.vocab_size != config.vocab_size()) {
+    log_info("pretrain: vocab_size ", config.vocab_size(), " -> ", corpus.vocab_size, " (from the corpus tokenizer)");
+    config.set_vocab_size(static_cast<int32_t>(corpus.vocab_size));
   }
   const int64_t first_regular_id = options.first_regular_id;
   if (config.vocab_size() <= first_regular_id) {
@@ -188,6 +220,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   share.world_size = static_cast<uint32_t>(world);
   share.seed = options.seed;
   data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)), share);
+  stream.check_ids_below(config.vocab_size());
   std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
   MetricsLog metrics((fs::path(options.model_dir) / "metrics.cabert").string(), config);
   if (resumed) {

@@ -441,5 +441,47 @@ TEST_F(PretrainTest, ResumeFallsBackToTheNewestCheckpointThatReadsBack) {
                          " reads back whole (see the warnings above); move them away to start afresh");
 }
 
+// A corpus is input like any other: ids are checked against the model's vocabulary before an embedding
+// sees them (on any device), and every shard must come from one tokenizer.
+std::string write_shard(const std::string& path, const std::map<std::string, std::string>& metadata,
+                        int examples, int largest_id) {
+  io::RecordWriter writer(path, "cabert.pb.PretrainingExample", metadata);
+  for (int e = 0; e < examples; ++e) {
+    pb::PretrainingExample example;
+    for (int id : {2, 5, 6, 3, 7, e == examples - 1 ? largest_id : 8, 3}) example.add_token_ids(id);
+    example.set_segment_a_length(4);
+    writer.write(example);
+  }
+  writer.close();
+  return path;
+}
+
+TEST_F(PretrainTest, TokenIdsOutsideTheVocabularyAreRefusedWithShardAndRecord) {
+  const std::string shard = write_shard(dir_ + "/big-ids.cabert", {{"vocab_size", "30"}}, 40, 31);
+  PretrainOptions o = tiny_options("bert-tiny-none", fresh("ids"), shard);
+  o.steps = 20;
+  o.batch_size = 4;
+  o.eval_examples = 4;
+  EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
+            shard + ": record 40: token id 31 is outside the model's vocabulary of 30 ids (a corpus built with "
+                    "another tokenizer?)");
+}
+
+TEST_F(PretrainTest, ShardsOfDifferentTokenizersAreRefused) {
+  const std::string a = write_shard(dir_ + "/a.cabert", {{"vocab_size", "30"}, {"tokenizer", "a.model"},
+                                                         {"tokenizer_checksum", "00aa"}}, 8, 9);
+  const std::string b = write_shard(dir_ + "/b.cabert", {{"vocab_size", "30"}, {"tokenizer", "b.model"},
+                                                         {"tokenizer_checksum", "00bb"}}, 8, 9);
+  PretrainOptions o = tiny_options("bert-tiny-none", fresh("shards"), a);
+  o.corpus = {a, b};
+  EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
+            b + ": built with tokenizer b.model (checksum 00bb, vocab_size 30), but " + a +
+                " with a.model (checksum 00aa, vocab_size 30); every --corpus shard must come from one tokenizer");
+  const std::string c = write_shard(dir_ + "/c.cabert", {{"vocab_size", "3O"}}, 8, 9);
+  o.corpus = {c};
+  EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
+            c + ": header metadata vocab_size '3O': expected a positive 32-bit integer");
+}
+
 }  // namespace
 }  // namespace cabert::train

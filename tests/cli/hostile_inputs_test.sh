@@ -1,0 +1,32 @@
+# Hostile and broken files (issue 15): every one is refused with exit 3 naming the file and where, and none
+# makes cabert allocate what the file merely claims. The data segment is capped at 1.5 GB (cabert itself
+# needs ~0.5 GB), so an allocation driven by a claimed size would fail as std::bad_alloc (exit 1).
+source "$(dirname "$0")/lib.sh"
+capped() { ( ulimit -d 1500000; "$@" ); }
+
+# The cabert magic, then a header-frame marker claiming an 8 GiB frame; the file is 100 bytes.
+magic='\x5a\x2a\x4d\x18\x08\x00\x00\x00CABERT\x00\x01'
+marker_8g='\x5b\x2a\x4d\x18\x18\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x01\x00\x00\x00\xff\xff\xff\xff\x01\x00\x00\x00'
+{ printf "$magic$marker_8g"; head -c 52 /dev/zero; } > "$work/claims-8g.cabert"
+[ "$(stat -c %s "$work/claims-8g.cabert")" = 100 ] || fail "the crafted file is not 100 bytes"
+expect_exit 3 "$work/claims-8g.cabert: at byte offset 16: truncated file: the frame needs 8589934591 bytes, only 52 remain" \
+  capped "$CABERT" inspect "$work/claims-8g.cabert"
+# The same marker claiming a small compressed frame that decompresses to 8 GiB.
+marker_small='\x5b\x2a\x4d\x18\x18\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00\x10\x00\x00\x00\x00\x00\x00\x00\xff\xff\xff\xff\x01\x00\x00\x00'
+{ printf "$magic$marker_small"; head -c 16 /dev/zero; } > "$work/inflates-8g.cabert"
+expect_exit 3 "$work/inflates-8g.cabert: at byte offset 16: corrupted zstd frame" \
+  capped "$CABERT" inspect "$work/inflates-8g.cabert"
+
+# Token files of two tokenizers: build-corpus without -m refuses the second; inspect -m with the smaller
+# tokenizer never reads past its vocabulary.
+train_tokenizer
+"$CABERT" -q tokenize train -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" --vocab-size 60 --sentinels 1 \
+  --model-prefix "$work/small"
+"$CABERT" -q tokenize encode -m "$work/tok.model" -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" -o "$work/big.tokens"
+"$CABERT" -q tokenize encode -m "$work/small.model" -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" -o "$work/small.tokens"
+expect_exit 3 "$work/small.tokens: encoded with another tokenizer (checksum " \
+  "$CABERT" -q build-corpus -i "$work/big.tokens" -i "$work/small.tokens" -o "$work/mixed"
+[ ! -e "$work/mixed" ] || fail "a refused build-corpus left $work/mixed behind"
+expect_exit 3 "$work/big.tokens: record 1: token id" "$CABERT" inspect "$work/big.tokens" -m "$work/small.model"
+grep -qF "is outside the vocabulary of $work/small.model (size 60)" "$work/err" || fail "vocabulary not named: $(cat "$work/err")"
+echo "hostile inputs: ok"
