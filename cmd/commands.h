@@ -15,6 +15,7 @@ struct GlobalOptions {
   uint64_t seed = 42;
   std::string log_level = "info";
   bool quiet = false;
+  uint64_t max_line_bytes = uint64_t{1} << 20;
 };
 
 GlobalOptions& global_options();

@@ -10,6 +10,7 @@
 #include "cmd/commands.h"
 #include "cmd/compute_flags.h"
 #include "lib/core/errors.h"
+#include "lib/core/numbers.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/eval/predict_split.h"
@@ -83,7 +84,9 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
   auto limit = [&](const char* key) {
     auto found = metadata.find(key);
-    return found == metadata.end() ? 256 : std::stoi(found->second);
+    return found == metadata.end() ? 256
+                                   : static_cast<int>(parse_integer(found->second, 1, 1 << 20,
+                                                                    str(command.model, ": metadata '", key, "'")));
   };
   eval::TranslateOptions translate = command.translate;
   translate.device = device;

@@ -13,6 +13,7 @@
 #include "lib/core/log.h"
 #include "lib/core/run_context.h"
 #include "lib/dist/environment.h"
+#include "lib/text/text_source.h"
 
 namespace cabert::cmd {
 
@@ -44,6 +45,8 @@ void apply_global_options() {
   set_log_level(parse_log_level(global.log_level));
   set_quiet(global.quiet);
   if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
+  if (global.max_line_bytes == 0) throw UsageError("--max-line-bytes: expected a positive byte count");
+  text::set_max_line_bytes(global.max_line_bytes);
   // The processes of a data-parallel job on one machine share its cores.
   // (A malformed launcher environment is reported by the subcommands that train; the others ignore it.)
   dist::Environment env;
@@ -74,6 +77,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
   app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();
   app.add_flag("-q,--quiet", global.quiet, "No progress lines or info messages");
+  app.add_option("--max-line-bytes", global.max_line_bytes,
+                 "Longest text or table line read into memory; a longer one is bad input")
+      ->capture_default_str();
   app.footer("Exit codes: 0 ok, 1 runtime error, 2 usage error, 3 bad input data, 128+N after signal N.\n" +
              kernels::describe_build());
 

@@ -1,6 +1,7 @@
 // cabert pretrain: pre-train an encoder with MLM or ELECTRA replaced-token detection, or an encoder-decoder with
 // T5 span corruption (lib/train/pretrainer.h).
 #include <filesystem>
+#include <limits>
 #include <iostream>
 
 #include "cmd/commands.h"
@@ -9,6 +10,7 @@
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
 #include "lib/core/errors.h"
+#include "lib/core/numbers.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/io/record_file.h"
@@ -56,7 +58,10 @@ void run(PretrainFlags& flags) {
     if (!flags.options.corpus.empty()) {
       io::RecordReader reader(expand_inputs(flags.options.corpus).front());
       auto vocab = reader.header().metadata().find("vocab_size");
-      if (vocab != reader.header().metadata().end()) config.set_vocab_size(std::stoi(vocab->second));
+      if (vocab != reader.header().metadata().end()) {
+        config.set_vocab_size(static_cast<int32_t>(parse_integer(vocab->second, 1, std::numeric_limits<int32_t>::max(),
+                                                                 str(reader.name(), ": header metadata vocab_size"))));
+      }
     }
     std::cout << train::describe_pretraining_model(config, objective);
     return;

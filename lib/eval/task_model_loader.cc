@@ -1,6 +1,7 @@
 #include "lib/eval/task_model_loader.h"
 
 #include "lib/core/errors.h"
+#include "lib/core/numbers.h"
 #include "lib/io/checkpoint_file.h"
 
 namespace cabert::eval {
@@ -20,13 +21,16 @@ LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
     return it->second;
   };
   loaded.definition = tasks::definition_from_json(get("task"), &loaded.source);
-  loaded.max_length = std::stoi(get("max_length"));
+  auto integer = [&](const std::string& key) {
+    return static_cast<int>(parse_integer(get(key), 0, 1 << 20, str(path, ": metadata '", key, "'")));
+  };
+  loaded.max_length = integer("max_length");
   loaded.squad.max_length = loaded.max_length;
-  loaded.squad.doc_stride = std::stoi(get("doc_stride"));
-  loaded.squad.max_query_length = std::stoi(get("max_query_length"));
-  loaded.squad.max_answer_length = std::stoi(get("max_answer_length"));
-  loaded.squad.n_best = std::stoi(get("n_best"));
-  loaded.squad.null_threshold = std::stod(get("null_threshold"));
+  loaded.squad.doc_stride = integer("doc_stride");
+  loaded.squad.max_query_length = integer("max_query_length");
+  loaded.squad.max_answer_length = integer("max_answer_length");
+  loaded.squad.n_best = integer("n_best");
+  loaded.squad.null_threshold = parse_finite(get("null_threshold"), str(path, ": metadata 'null_threshold'"));
   int64_t labels = loaded.definition.kind == tasks::TaskKind::kClassification ? loaded.definition.labels.size() : 1;
   // Checkpoints from before --pooling have no entry: they pooled [CLS].
   models::Pooling pooling = models::Pooling::kCls;

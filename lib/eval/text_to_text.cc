@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "lib/core/errors.h"
+#include "lib/core/numbers.h"
 #include "lib/core/log.h"
 #include "lib/eval/translation.h"
 
@@ -133,7 +134,7 @@ LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::De
     throw DataError(str(path, ": expected ", loaded.definition.labels.size(), " label texts, got ",
                         loaded.verbalizer.texts.size()));
   }
-  loaded.max_length = std::stoi(get("max_length"));
+  loaded.max_length = static_cast<int>(parse_integer(get("max_length"), 1, 1 << 20, str(path, ": metadata 'max_length'")));
   return loaded;
 }
 

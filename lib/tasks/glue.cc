@@ -7,6 +7,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/text/text_source.h"
+#include "lib/text/utf8.h"
 
 namespace cabert::tasks {
 
@@ -104,6 +105,11 @@ TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOpti
   bool first = true;
   while (reader.next(&line)) {
     if (line.empty() && first) continue;
+    if (std::string problem = text::utf8_problem(line); !problem.empty()) {
+      if (first || !options.skip_bad_rows) throw DataError(at_line(path, reader.line_number(), problem));
+      ++data.skipped_rows;
+      continue;
+    }
     std::vector<std::string> fields = split_tabs(line);
     if (first) {
       first = false;

@@ -141,19 +141,6 @@ bool is_blank(const std::string& text) {
   return std::all_of(text.begin(), text.end(), [](char c) { return std::strchr(" \t\r\n\v\f", c) && c != 0; });
 }
 
-std::string hex_byte(unsigned char byte) {
-  const char* digits = "0123456789abcdef";
-  return {'0', 'x', digits[byte >> 4], digits[byte & 15]};
-}
-
-// "" when `text` is valid UTF-8, else the problem (the column is 1-based, in bytes).
-std::string utf8_problem(const std::string& text) {
-  size_t bad = text::find_invalid_utf8(text);
-  if (bad == std::string_view::npos) return "";
-  return str("invalid UTF-8 at byte column ", bad + 1, " (", hex_byte(static_cast<unsigned char>(text[bad])),
-             "); expected UTF-8 text");
-}
-
 std::string too_long_problem(uint64_t max_line_bytes) {
   return str("expected a line of at most ", max_line_bytes, " bytes, got a longer one");
 }
@@ -167,7 +154,7 @@ std::string line_problem(const LineSource& source, LineSource::Status status, co
   } else if (is_blank(line)) {
     problem = "expected a sentence, got a blank line";
   } else {
-    problem = utf8_problem(line);
+    problem = text::utf8_problem(line);
   }
   return problem.empty() ? "" : at_line(source.path(), source.line_number(), problem);
 }
@@ -178,7 +165,7 @@ std::string lines(uint64_t count) { return str(count, count == 1 ? " line" : " l
 std::string tsv_row_problem(LineSource::Status status, const std::string& line, uint64_t max_line_bytes,
                             SentencePair* pair) {
   if (status == LineSource::Status::kTooLong) return too_long_problem(max_line_bytes);
-  std::string problem = utf8_problem(line);
+  std::string problem = text::utf8_problem(line);
   if (!problem.empty()) return problem;
   std::vector<std::string> fields = split_tabs(line);
   if (fields.size() != 2) return str("expected 2 tab-separated fields, got ", fields.size());

@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "lib/text/text_source.h"
+
 namespace cabert::tasks {
 
 struct ParallelReadOptions {
@@ -18,7 +20,7 @@ struct ParallelReadOptions {
   bool header = false;         // TSV only: the first line names the columns and is skipped
   uint64_t max_pairs = 0;      // keep at most this many pairs; 0 keeps all
   // Longer lines are bad rows: a guard against binary or hostile input (a single "line" of gigabytes).
-  uint64_t max_line_bytes = uint64_t{1} << 20;
+  uint64_t max_line_bytes = text::max_line_bytes();  // `cabert --max-line-bytes`
 };
 
 struct SentencePair {

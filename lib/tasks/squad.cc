@@ -31,6 +31,14 @@ const json& member(const json& object, const char* key, const std::string& where
   return object.at(key);
 }
 
+const json& array_member(const json& object, const char* key, const std::string& where, const std::string& path) {
+  const json& value = member(object, key, where, path);
+  if (!value.is_array()) {
+    throw DataError(str(path, ": ", where, ".", key, ": expected an array, got ", value.type_name()));
+  }
+  return value;
+}
+
 std::string string_member(const json& object, const char* key, const std::string& where, const std::string& path) {
   const json& value = member(object, key, where, path);
   if (value.is_string()) return value.get<std::string>();
@@ -52,21 +60,24 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
   if (root.is_object() && root.contains("version") && root["version"].is_string()) {
     data.version = root["version"].get<std::string>();
   }
+  if (!root.is_object()) throw DataError(str(path, ": top level: expected an object, got ", root.type_name()));
   const json& articles = member(root, "data", "top level", path);
-  if (!articles.is_array()) throw DataError(str(path, ": \"data\": expected an array of articles"));
+  if (!articles.is_array()) {
+    throw DataError(str(path, ": data: expected an array of articles, got ", articles.type_name()));
+  }
   for (size_t a = 0; a < articles.size(); ++a) {
     std::string article_where = str("data[", a, "]");
     const json& article = articles[a];
     std::string title = article.is_object() && article.contains("title") && article["title"].is_string()
                             ? article["title"].get<std::string>()
                             : "";
-    const json& paragraphs = member(article, "paragraphs", article_where, path);
+    const json& paragraphs = array_member(article, "paragraphs", article_where, path);
     for (size_t p = 0; p < paragraphs.size(); ++p) {
       std::string paragraph_where = str(article_where, ".paragraphs[", p, "]");
       const json& paragraph = paragraphs[p];
       data.contexts.push_back(string_member(paragraph, "context", paragraph_where, path));
       const std::string& context = data.contexts.back();
-      const json& qas = member(paragraph, "qas", paragraph_where, path);
+      const json& qas = array_member(paragraph, "qas", paragraph_where, path);
       for (size_t q = 0; q < qas.size(); ++q) {
         std::string where = str(paragraph_where, ".qas[", q, "]");
         const json& qa = qas[q];
@@ -79,7 +90,7 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
         question.is_impossible = qa.contains("is_impossible") && qa["is_impossible"].is_boolean() &&
                                  qa["is_impossible"].get<bool>();
         std::string problem;
-        const json& answers = member(qa, "answers", where, path);
+        const json& answers = array_member(qa, "answers", where, path);
         for (size_t k = 0; k < answers.size() && problem.empty(); ++k) {
           SquadAnswer answer;
           answer.text = string_member(answers[k], "text", str(where, ".answers[", k, "]"), path);

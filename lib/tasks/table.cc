@@ -3,12 +3,14 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <cstdlib>
 #include <set>
-#include <cctype>
 
 #include "lib/core/errors.h"
 #include "lib/text/text_source.h"
+#include "lib/text/utf8.h"
 
 namespace cabert::tasks {
 
@@ -35,24 +37,47 @@ TableFormat table_format_from_path(const std::string& path) {
 
 namespace {
 
-// Reads one CSV record (which may span lines). Returns false at the end of input.
-bool read_csv_record(LineReader& reader, std::vector<std::string>* fields, uint64_t* first_line, std::string* error) {
+// Reads one CSV record (which may span lines). Returns false at the end of input. A problem goes to *error,
+// found at line *error_line: invalid UTF-8, or a quote never closed (reported where it opened; the record
+// may not grow past the line bound while the reader looks for the closing quote).
+bool read_csv_record(LineReader& reader, std::vector<std::string>* fields, uint64_t* first_line, std::string* error,
+                     uint64_t* error_line) {
   std::string line;
   if (!reader.next(&line)) return false;
   *first_line = reader.line_number();
+  *error_line = *first_line;
   fields->assign(1, "");
   bool quoted = false;
+  uint64_t quote_line = 0;
+  size_t quote_column = 0, record_bytes = line.size();
+  auto check_utf8 = [&]() {
+    if (std::string problem = text::utf8_problem(line); !problem.empty() && error->empty()) {
+      *error = problem;
+      *error_line = reader.line_number();
+    }
+  };
+  check_utf8();
   size_t i = 0;
   while (true) {
     if (i >= line.size()) {
       if (!quoted) return true;
       std::string more;
       if (!reader.next(&more)) {
+        // Reported at the line where the quote opens (and its column, when not the first).
         *error = "unterminated quoted field at the end of the file";
+        if (quote_column > 1) *error += str(" (the quote opens at column ", quote_column, ")");
+        *error_line = quote_line;
         return true;
+      }
+      record_bytes += more.size() + 1;
+      if (record_bytes > text::max_line_bytes()) {
+        throw DataError(at_line(reader.name(), quote_line,
+                                str("the quoted field opened at column ", quote_column, " runs past ",
+                                    text::max_line_bytes(), " bytes (--max-line-bytes); is its quote never closed?")));
       }
       fields->back() += '\n';
       line = more;
+      check_utf8();
       i = 0;
       continue;
     }
@@ -70,6 +95,8 @@ bool read_csv_record(LineReader& reader, std::vector<std::string>* fields, uint6
       }
     } else if (c == '"' && fields->back().empty()) {
       quoted = true;
+      quote_line = reader.line_number();
+      quote_column = i + 1;
     } else if (c == ',') {
       fields->emplace_back();
     } else {
@@ -79,9 +106,14 @@ bool read_csv_record(LineReader& reader, std::vector<std::string>* fields, uint6
   }
 }
 
+// The most columns a column option may name: far beyond any real table, small enough that counts derived
+// from it cannot overflow.
+constexpr long kMaxColumnIndex = 1 << 20;
+
 int resolve_column(const std::string& column, const std::vector<std::string>& header, bool has_header,
                    const std::string& path, const char* flag) {
   if (column.empty()) return -1;
+  if (text::trim(column).empty()) throw UsageError(str(flag, ": expected a column name or index, got '", column, "'"));
   if (has_header) {
     auto it = std::find(header.begin(), header.end(), column);
     if (it != header.end()) return static_cast<int>(it - header.begin());
@@ -90,9 +122,11 @@ int resolve_column(const std::string& column, const std::vector<std::string>& he
     throw DataError(at_line(path, 1, str(flag, " '", column, "' is not a column; the header has: ", names)));
   }
   char* end = nullptr;
+  errno = 0;
   long index = std::strtol(column.c_str(), &end, 10);
-  if (*end != '\0' || index < 0) {
-    throw UsageError(str(flag, " '", column, "': a file without a header needs a 0-based column index"));
+  if (*end != '\0' || index < 0 || errno == ERANGE || index > kMaxColumnIndex) {
+    throw UsageError(str(flag, " '", column, "': a file without a header needs a 0-based column index (0 to ",
+                         kMaxColumnIndex, ")"));
   }
   return static_cast<int>(index);
 }
@@ -104,6 +138,7 @@ std::string json_field_text(const nlohmann::json& value) {
 }
 
 TaskData read_jsonl(const std::string& path, const TableOptions& table, const ReadOptions& options) {
+  if (table.text_column.empty()) throw UsageError("--text-column: expected a JSON key, got an empty string");
   TaskData data;
   data.path = path;
   data.labeled = !table.label_column.empty();
@@ -116,6 +151,10 @@ TaskData read_jsonl(const std::string& path, const TableOptions& table, const Re
       if (!options.skip_bad_rows) throw DataError(at_line(path, reader.line_number(), problem));
       ++data.skipped_rows;
     };
+    if (std::string problem = text::utf8_problem(line); !problem.empty()) {
+      bad_row(problem);
+      continue;
+    }
     nlohmann::json object;
     try {
       object = nlohmann::json::parse(line);
@@ -163,20 +202,25 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
   if (table.format == TableFormat::kJsonl) return read_jsonl(path, table, options);
   TaskData data;
   data.path = path;
+  if (table.text_column.empty()) throw UsageError("--text-column: expected a column name or index, got an empty string");
   LineReader reader(path);
   std::vector<std::string> fields, header;
-  uint64_t line_number = 0;
+  uint64_t line_number = 0, error_line = 0;
   auto next_row = [&](std::string* error) -> bool {
-    if (table.format == TableFormat::kCsv) return read_csv_record(reader, &fields, &line_number, error);
+    if (table.format == TableFormat::kCsv) {
+      return read_csv_record(reader, &fields, &line_number, error, &error_line);
+    }
     std::string line;
     if (!reader.next(&line)) return false;
-    line_number = reader.line_number();
+    line_number = error_line = reader.line_number();
+    *error = text::utf8_problem(line);
     fields = split_tabs(line);
     return true;
   };
   std::string error;
   if (table.header) {
     if (!next_row(&error)) throw DataError(str(path, ": empty file, expected a header row"));
+    if (!error.empty()) throw DataError(at_line(path, error_line, error));
     header = fields;
   }
   int text = resolve_column(table.text_column, header, table.header, path, "--text-column");
@@ -193,20 +237,31 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
     data.labeled = false;
   }
   size_t needed = static_cast<size_t>(std::max({text, pair, label, id}) + 1);
+  bool first_row = true;
   while (true) {
     error.clear();
     if (!next_row(&error)) break;
-    auto bad_row = [&](const std::string& problem) {
-      if (!options.skip_bad_rows) throw DataError(at_line(path, line_number, problem));
+    auto bad_row = [&](const std::string& problem, uint64_t line) {
+      if (!options.skip_bad_rows) throw DataError(at_line(path, line, problem));
       ++data.skipped_rows;
     };
     if (!error.empty()) {
-      bad_row(error);
+      bad_row(error, error_line);
       continue;
     }
     if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // blank line
+    if (first_row && !table.header && fields.size() < needed) {
+      // Without a header the indices are judged against the first row: a typo in an option, not a bad row.
+      const char* flag = needed == static_cast<size_t>(text + 1)   ? "--text-column"
+                         : needed == static_cast<size_t>(pair + 1) ? "--text-pair-column"
+                         : needed == static_cast<size_t>(label + 1) ? "--label-column"
+                                                                    : "--id-column";
+      throw UsageError(str(flag, " ", needed - 1, ": ", at_line(path, line_number, ""), "the first row has ",
+                           fields.size(), " fields (indices 0 to ", fields.size() - 1, ")"));
+    }
+    first_row = false;
     if (fields.size() < needed) {
-      bad_row(str("expected at least ", needed, " fields, got ", fields.size()));
+      bad_row(str("expected at least ", needed, " fields, got ", fields.size()), line_number);
       continue;
     }
     TaskExample example;
@@ -217,7 +272,7 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
     if (label >= 0) {
       example.label = trim(fields[label]);
       if (example.label.empty()) {
-        bad_row("empty label");
+        bad_row("empty label", line_number);
         continue;
       }
     }

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <cstdlib>
+#include <limits>
 
 #include "lib/core/errors.h"
 
@@ -46,6 +48,10 @@ float parse_regression_label(const std::string& label, const std::string& file, 
   double value = std::strtod(label.c_str(), &end);
   if (label.empty() || *end != '\0') {
     throw DataError(at_line(file, line, str("expected a number as the regression label, got '", label, "'")));
+  }
+  // NaN or infinity would make every loss after it NaN; a float overflow would make it infinite.
+  if (!std::isfinite(value) || std::fabs(value) > std::numeric_limits<float>::max()) {
+    throw DataError(at_line(file, line, str("expected a finite regression label, got '", label, "'")));
   }
   return static_cast<float>(value);
 }

@@ -1,8 +1,9 @@
 #include "lib/text/text_source.h"
 
 #include <array>
-#include <cstring>
 #include <cctype>
+#include <cstring>
+#include <utility>
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
@@ -28,11 +29,35 @@ LineReader::LineReader(std::string name, std::unique_ptr<std::istream> in)
 
 LineReader::LineReader(const std::string& path) : LineReader(display_name(path), open_input(path)) {}
 
+namespace {
+size_t max_line_bytes_setting = size_t{1} << 20;
+}  // namespace
+
+void set_max_line_bytes(size_t bytes) { max_line_bytes_setting = bytes; }
+size_t max_line_bytes() { return max_line_bytes_setting; }
+
 bool LineReader::next(std::string* line) {
-  if (!std::getline(*in_, *line)) {
-    if (in_->bad()) throw Error(str("error reading ", name_));
-    return false;
+  line->clear();
+  std::streambuf* buffer = in_->rdbuf();
+  const size_t limit = max_line_bytes_setting + 1;  // + 1: a '\r' before the newline
+  auto append = [&](const char* data, size_t size) {
+    if (line->size() + size > limit) {
+      throw DataError(at_line(name_, line_number_ + 1, str("the line is longer than ", max_line_bytes_setting,
+                                                           " bytes (the bound is --max-line-bytes)")));
+    }
+    line->append(data, size);
+  };
+  char chunk[4096];
+  size_t filled = 0;
+  bool any = false;
+  for (int c = buffer->sbumpc(); c != std::char_traits<char>::eof(); c = buffer->sbumpc()) {
+    any = true;
+    if (c == '\n') break;
+    chunk[filled++] = static_cast<char>(c);
+    if (filled == sizeof(chunk)) append(chunk, std::exchange(filled, 0));
   }
+  append(chunk, filled);
+  if (!any) return false;
   bytes_ += line->size() + 1;
   ++line_number_;
   if (!line->empty() && line->back() == '\r') line->pop_back();

@@ -17,12 +17,18 @@ namespace cabert::text {
 enum class TextFormat { kLines, kParagraphs, kGutenberg };
 TextFormat parse_text_format(const std::string& name);
 
+// The longest line any reader takes into memory (default 1 MiB; `cabert --max-line-bytes N`): a file
+// without newlines is refused at that size instead of read whole.
+void set_max_line_bytes(size_t bytes);
+size_t max_line_bytes();
+
 // Line reader over a file or stdin. Line numbers are 1-based.
 class LineReader {
  public:
   LineReader(std::string name, std::unique_ptr<std::istream> in);
   explicit LineReader(const std::string& path);
-  // False at the end of input. The line has no '\n' / '\r\n' and, on line 1, no BOM.
+  // False at the end of input. The line has no '\n' / '\r\n' and, on line 1, no BOM. A line longer than
+  // max_line_bytes() is a DataError naming the file and the line.
   bool next(std::string* line);
   uint64_t line_number() const { return line_number_; }
   const std::string& name() const { return name_; }

@@ -44,4 +44,13 @@ size_t find_invalid_utf8(std::string_view text) {
   return std::string_view::npos;
 }
 
+std::string utf8_problem(std::string_view text) {
+  const size_t bad = find_invalid_utf8(text);
+  if (bad == std::string_view::npos) return "";
+  const char* digits = "0123456789abcdef";
+  const auto byte = static_cast<unsigned char>(text[bad]);
+  return "invalid UTF-8 at byte column " + std::to_string(bad + 1) + " (0x" + digits[byte >> 4] + digits[byte & 15] +
+         "); expected UTF-8 text";
+}
+
 }  // namespace cabert::text

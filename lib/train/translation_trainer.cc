@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
@@ -11,6 +12,7 @@
 #include "lib/config/model_config_text.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
+#include "lib/core/numbers.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
@@ -219,12 +221,25 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     io::restore_module(*model, last, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(last, "optimizer/"), last_path);
     const auto& m = last.info.metadata();
-    position.epoch = std::stoi(m.at("resume_epoch"));
-    position.batch = std::stoll(m.at("resume_batch"));
-    position.update = std::stoll(m.at("resume_update"));
-    position.epoch_rng = m.at("resume_epoch_rng");
-    position.loss_sum = std::stod(m.at("resume_loss_sum"));
-    position.best_bleu = std::stod(m.at("best_bleu"));
+    auto entry = [&](const char* key) {
+      auto found = m.find(key);
+      if (found == m.end()) throw DataError(str(last_path, ": the checkpoint lacks the '", key, "' entry"));
+      return std::make_pair(found->second, str(last_path, ": metadata '", key, "'"));
+    };
+    auto integer = [&](const char* key) {
+      auto [text, where] = entry(key);
+      return parse_integer(text, 0, std::numeric_limits<int64_t>::max(), where);
+    };
+    auto number = [&](const char* key) {
+      auto [text, where] = entry(key);
+      return parse_finite(text, where);
+    };
+    position.epoch = static_cast<int>(std::min<int64_t>(integer("resume_epoch"), 1 << 30));
+    position.batch = integer("resume_batch");
+    position.update = integer("resume_update");
+    position.epoch_rng = entry("resume_epoch_rng").first;
+    position.loss_sum = number("resume_loss_sum");
+    position.best_bleu = number("best_bleu");
     set_torch_cpu_rng_state(last.info.torch_rng_state());
     log_info("translation: resuming from ", last_path, " at epoch ", position.epoch, ", batch ", position.batch,
              " (update ", position.update, ")");

@@ -6,6 +6,8 @@
 #include "lib/tasks/glue.h"
 #include "lib/tasks/squad.h"
 #include "lib/tasks/table.h"
+#include "lib/tasks/task_definition.h"
+#include "lib/text/text_source.h"
 #include "tests/test_paths.h"
 
 namespace cabert::tasks {
@@ -197,6 +199,97 @@ TEST(TableReader, BadRowsNameFileLineAndProblem) {
   write_text(dir + "/y.csv", "text,label\nhi,1\n");
   EXPECT_EQ(data_error_message([&] { read_table(dir + "/y.csv", wrong); }),
             dir + "/y.csv:1: --text-column 'sentence' is not a column; the header has: text, label");
+}
+
+// Hostile and broken task files (issue 15): each is refused with the file, the line (or the JSON path) and
+// the problem, before a long run starts; none crashes or reads a huge line whole.
+TEST(TableReader, ColumnOptionsAreValidated) {
+  std::string dir = temp_dir();
+  write_text(dir + "/plain.tsv", "a\tb\t1\nc\td\t0\n");
+  TableOptions tsv;
+  tsv.format = TableFormat::kTsv;
+  tsv.header = false;
+  tsv.text_column = "";
+  EXPECT_EQ(testing::usage_error_message([&] { read_table(dir + "/plain.tsv", tsv); }),
+            "--text-column: expected a column name or index, got an empty string");
+  tsv.text_column = "0";
+  tsv.label_column = "7";
+  EXPECT_EQ(testing::usage_error_message([&] { read_table(dir + "/plain.tsv", tsv); }),
+            "--label-column 7: " + dir + "/plain.tsv:1: the first row has 3 fields (indices 0 to 2)");
+  tsv.label_column = "99999999999999999999";
+  EXPECT_EQ(testing::usage_error_message([&] { read_table(dir + "/plain.tsv", tsv); }),
+            "--label-column '99999999999999999999': a file without a header needs a 0-based column index (0 to "
+            "1048576)");
+  tsv.label_column = "2";
+  tsv.text_pair_column = " ";
+  EXPECT_EQ(testing::usage_error_message([&] { read_table(dir + "/plain.tsv", tsv); }),
+            "--text-pair-column: expected a column name or index, got ' '");
+}
+
+TEST(TableReader, InvalidUtf8IsReportedWithFileLineAndColumn) {
+  std::string dir = temp_dir();
+  write_text(dir + "/bad.csv", "text,label\nfine,1\n\"caf\xe9\",0\n");
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/bad.csv", TableOptions{}); }),
+            dir + "/bad.csv:3: invalid UTF-8 at byte column 5 (0xe9); expected UTF-8 text");
+  write_text(dir + "/bad.jsonl", "{\"text\": \"ok\", \"label\": 1}\n{\"text\": \"\xff\", \"label\": 0}\n");
+  TableOptions jsonl;
+  jsonl.format = TableFormat::kJsonl;
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/bad.jsonl", jsonl); }),
+            dir + "/bad.jsonl:2: invalid UTF-8 at byte column 11 (0xff); expected UTF-8 text");
+  write_text(dir + "/train.tsv", "sentence\tlabel\ngood\t1\nbad \xc3\x28\t0\n");
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("SST-2"), dir + "/train.tsv"); }),
+            dir + "/train.tsv:3: invalid UTF-8 at byte column 5 (0xc3); expected UTF-8 text");
+  ReadOptions skip;
+  skip.skip_bad_rows = true;
+  EXPECT_EQ(read_glue(glue_task("SST-2"), dir + "/train.tsv", skip).skipped_rows, 1u);
+}
+
+TEST(TableReader, UnterminatedQuoteIsReportedWhereItOpens) {
+  std::string dir = temp_dir();
+  write_text(dir + "/q.csv", "text,label\nfine,1\nalso fine,0\nx,\"1\nmore\nand more\n");
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/q.csv", TableOptions{}); }),
+            dir + "/q.csv:4: unterminated quoted field at the end of the file (the quote opens at column 3)");
+}
+
+TEST(TableReader, LinesPastTheBoundAreRefusedNotReadWhole) {
+  std::string dir = temp_dir();
+  const size_t bound = text::max_line_bytes();
+  text::set_max_line_bytes(64);
+  write_text(dir + "/long.tsv", "sentence\tlabel\nshort\t1\n" + std::string(100, 'x') + "\t0\n");
+  std::string message = data_error_message([&] { read_glue(glue_task("SST-2"), dir + "/long.tsv"); });
+  // A quote never closed cannot pull the rest of the file into one record either.
+  write_text(dir + "/open.csv", "text,label\n\"" + std::string(40, 'y') + "\n" + std::string(40, 'z') + "\n");
+  std::string open = data_error_message([&] { read_table(dir + "/open.csv", TableOptions{}); });
+  text::set_max_line_bytes(bound);
+  EXPECT_EQ(message, dir + "/long.tsv:3: the line is longer than 64 bytes (the bound is --max-line-bytes)");
+  EXPECT_EQ(open, dir + "/open.csv:2: the quoted field opened at column 1 runs past 64 bytes (--max-line-bytes); "
+                        "is its quote never closed?");
+}
+
+TEST(TableReader, NonFiniteRegressionLabelsAreRefused) {
+  EXPECT_EQ(data_error_message([&] { parse_regression_label("nan", "f.tsv", 4); }),
+            "f.tsv:4: expected a finite regression label, got 'nan'");
+  EXPECT_EQ(data_error_message([&] { parse_regression_label("-inf", "f.tsv", 5); }),
+            "f.tsv:5: expected a finite regression label, got '-inf'");
+  EXPECT_EQ(data_error_message([&] { parse_regression_label("1e300", "f.tsv", 6); }),
+            "f.tsv:6: expected a finite regression label, got '1e300'");
+  EXPECT_FLOAT_EQ(parse_regression_label("2.5", "f.tsv", 7), 2.5f);
+}
+
+TEST(SquadReader, StructureProblemsNameTheJsonPath) {
+  std::string dir = temp_dir();
+  write_text(dir + "/a.json", R"({"data": [{"title": "t", "paragraphs": {"context": "x"}}]})");
+  EXPECT_EQ(data_error_message([&] { read_squad(dir + "/a.json"); }),
+            dir + "/a.json: data[0].paragraphs: expected an array, got object");
+  write_text(dir + "/b.json", R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "q1", "question": "?", "answers": "abc"}]}]}]})");
+  EXPECT_EQ(data_error_message([&] { read_squad(dir + "/b.json"); }),
+            dir + "/b.json: data[0].paragraphs[0].qas[0] (id q1).answers: expected an array, got string");
+  write_text(dir + "/c.json", R"([1, 2])");
+  EXPECT_EQ(data_error_message([&] { read_squad(dir + "/c.json"); }),
+            dir + "/c.json: top level: expected an object, got array");
+  write_text(dir + "/d.json", R"({"data": [{"paragraphs": [{"context": [5], "qas": []}]}]})");
+  EXPECT_EQ(data_error_message([&] { read_squad(dir + "/d.json"); }),
+            dir + "/d.json: data[0].paragraphs[0].context: expected a string, got array");
 }
 
 }  // namespace
