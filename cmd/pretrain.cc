@@ -115,6 +115,9 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping: max global L2 norm (0 = off)")
       ->capture_default_str();
+  sub->add_option("--max-skipped-updates", o.max_skipped_updates,
+                  "A non-finite gradient norm skips the update; this many in a row stop the run")
+      ->capture_default_str();
   sub->add_option("--eval-every", o.eval_every, "Evaluate the held-out slice every N steps (0: at the end)")
       ->capture_default_str();
   sub->add_option("--eval-examples", o.eval_examples, "Held-out examples (first records of the first shard)")

@@ -1,7 +1,9 @@
 #include "lib/eval/summary.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
+#include <limits>
 #include <set>
 
 #include <nlohmann/json.hpp>
@@ -33,7 +35,7 @@ SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggre
   cell.runs = records.size();
   const pb::TaskMetrics* best = records.front();
   for (const auto* record : records) {
-    if (record->score() > best->score()) best = record;
+    if (better_score(record->score(), best->score())) best = record;
   }
   cell.best = best->score();
   if (aggregate == RunAggregate::kBest) {
@@ -44,10 +46,12 @@ SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggre
   std::vector<double> scores;
   std::map<std::string, std::vector<double>> values;
   for (const auto* record : records) {
+    if (std::isnan(record->score()) && records.size() > 1) continue;  // a failed run (see better_score)
     scores.push_back(record->score());
     for (const auto& [name, value] : record->metrics()) values[name].push_back(value);
   }
   MeanSem score = mean_and_sem(scores);
+  if (scores.empty()) score.mean = std::numeric_limits<double>::quiet_NaN();  // every run failed
   cell.score = score.mean;
   cell.sem = score.sem;
   for (const auto& [name, series] : values) cell.metrics[name] = mean_and_sem(series).mean;

@@ -1,5 +1,7 @@
 #include "lib/eval/task_score.h"
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "lib/core/errors.h"
@@ -64,5 +66,7 @@ GlueScore glue_score(const std::map<std::string, double>& task_scores, bool with
   result.score = count == 0 ? 0 : sum / count;
   return result;
 }
+
+bool better_score(double a, double b) { return !std::isnan(a) && (std::isnan(b) || a > b); }
 
 }  // namespace cabert::eval

@@ -14,6 +14,10 @@ using MetricMap = std::map<std::string, double>;
 // SQuAD* -> f1; anything else -> accuracy. Throws Error naming the metric when a needed one is missing.
 double task_score(const std::string& task, const MetricMap& metrics);
 
+// Whether score `a` ranks above `b`: every number ranks above NaN (a collapsed run, e.g. a correlation of
+// constant predictions), so NaN is never chosen over a real score and never hides one.
+bool better_score(double a, double b);
+
 // The GLUE tasks in the order of the papers' tables (MNLI as its matched and mismatched dev sets).
 const std::vector<std::string>& glue_table_tasks();
 bool is_glue_task(const std::string& task);

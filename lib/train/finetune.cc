@@ -29,6 +29,7 @@
 #include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
 #include "lib/train/text_to_text_learner.h"
+#include "lib/train/update_guard.h"
 
 namespace fs = std::filesystem;
 
@@ -255,6 +256,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       double best_score = -1e300;
       std::vector<pb::TaskMetrics> best_records;
       int64_t update = 0;
+      UpdateGuard update_guard("finetune", "step", options.max_skipped_updates);
       std::vector<size_t> order(examples);
       std::iota(order.begin(), order.end(), 0);
       for (int epoch = 1; epoch <= epochs; ++epoch) {
@@ -294,8 +296,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           if (!std::isfinite(value)) {
             throw Error(str("finetune: the loss became ", value, " at step ", update, "; lower --lr"));
           }
-          clip_gradients(parameters, options.clip_norm);
-          optimizer.step();
+          if (update_guard.allow(clip_gradients(parameters, options.clip_norm), update)) optimizer.step();
           loss_sum += value;
           progress.update(step + 1, str("loss ", loss_sum / (step + 1)));
         }
@@ -326,7 +327,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
                    describe_metrics(predictions.metrics), ")");
           records.push_back(record);
         }
-        if (records.front().score() > best_score) {
+        if (std::isnan(records.front().score())) {
+          log_warning("finetune: the ", records.front().task(), " dev score of epoch ", epoch,
+                      " is NaN (a correlation of constant predictions?); it ranks below every number");
+        }
+        // The first epoch always counts, so that every run leaves a checkpoint.
+        if (best_records.empty() || eval::better_score(records.front().score(), best_score)) {
           best_score = records.front().score();
           best_records = records;
           pb::CheckpointInfo info;
@@ -345,6 +351,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           (*info.mutable_metadata())["initialised_from"] =
               options.preset.empty() ? init.path : "random (" + options.preset + ")";
           learner->describe(&info);
+          check_finite_weights(io::module_tensors(model, "model/"), "finetune", str("after epoch ", epoch));
           if (main_rank) {
             io::save_checkpoint(run_checkpoint, info, io::module_tensors(model, "model/"));
             log_info("finetune: best so far, saved ", run_checkpoint);
@@ -364,9 +371,20 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     throw;
   }
   if (main_rank) metrics_writer->close();
-  summary.best_run = std::max_element(run_scores.begin(), run_scores.end()) - run_scores.begin();
+  summary.best_run = std::max_element(run_scores.begin(), run_scores.end(), [](double a, double b) {
+                       return eval::better_score(b, a);
+                     }) - run_scores.begin();
   summary.best_score = run_scores[summary.best_run];
-  summary.primary = eval::mean_and_sem(run_scores);
+  // A run whose every dev score was NaN failed: the mean and SEM are over the others, and the log says so.
+  std::vector<double> numbers;
+  for (double score : run_scores) {
+    if (!std::isnan(score)) numbers.push_back(score);
+  }
+  if (numbers.size() < run_scores.size()) {
+    log_warning("finetune: ", run_scores.size() - numbers.size(), " of ", run_scores.size(),
+                " runs ended with a NaN dev score; the mean is over the other ", numbers.size());
+  }
+  summary.primary = numbers.empty() ? eval::mean_and_sem(run_scores) : eval::mean_and_sem(numbers);
   if (options.runs > 1 && main_rank) {
     // The best run's checkpoint also goes to the model directory's top level (copied atomically).
     std::string temp = summary.checkpoint + ".tmp";

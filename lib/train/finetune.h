@@ -46,6 +46,7 @@ struct FinetuneOptions {
   double lr = 0;               // 0 = task default
   int epochs = 0, batch_size = 0;
   double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;
+  int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int max_length = 0;          // 0 = 128 (384 for SQuAD), capped by a model with absolute positions
   int runs = 1;
   uint64_t seed = 42;

@@ -25,6 +25,7 @@
 #include "lib/train/metrics_log.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_states.h"
+#include "lib/train/update_guard.h"
 #include "lib/train/schedule.h"
 
 #if __has_include(<ATen/autocast_mode.h>)
@@ -238,6 +239,8 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
 
   // Collective: every rank hands rank 0 its state; rank 0 alone writes.
   auto save = [&](int64_t at_step) {
+    // Every rank holds the same weights, so every rank refuses alike.
+    check_finite_weights(io::module_tensors(module, "model/"), "pretrain", str("at step ", at_step));
     std::vector<pb::RankState> states = gather_rank_states(communicator, capture_rank_state(stream, rng), at_step);
     std::string path = checkpoint_path(options.model_dir, at_step);
     if (main_rank) {
@@ -291,6 +294,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const auto start = std::chrono::steady_clock::now();
   auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
   double tokens_total = 0, seconds_total = 0;
+  UpdateGuard update_guard("pretrain", "step", options.max_skipped_updates);
   while (step < options.steps) {
     const auto step_start = std::chrono::steady_clock::now();
     const double lr = linear_warmup_decay(peak_lr, step + 1, warmup, options.steps);
@@ -359,8 +363,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       size_t i = 3;
       for (auto& [k, v] : sums) v = shared[i++];
     }
+    if (options.before_update) options.before_update(step + 1, parameters);
     const double grad_norm = clip_gradients(parameters, options.clip_norm);
-    optimizer.step();
+    if (update_guard.allow(grad_norm, step + 1)) optimizer.step();
     ++step;
     ++result.steps_done;
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
@@ -371,6 +376,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     values["loss"] = loss_value;
     values["lr"] = lr;
     values["grad_norm"] = grad_norm;
+    if (update_guard.skipped() > 0) values["skipped_updates"] = static_cast<double>(update_guard.skipped());
     values["tokens_per_second"] = tokens_per_second;
     values["tokens"] = static_cast<double>(tokens);
     if (main_rank) metrics.add("train", step, wall(), values);

@@ -33,6 +33,7 @@ struct PretrainOptions {
   double weight_decay = 0.01;
   double adam_eps = 1e-6;
   double clip_norm = 1.0;
+  int64_t max_skipped_updates = 5;    // a non-finite gradient norm skips the update; this many in a row stop
   int64_t eval_every = 0;             // 0: only at the end
   int64_t eval_examples = 256;        // held out from the first shard
   int64_t save_every = 1000;          // 0: only at the end
@@ -46,6 +47,8 @@ struct PretrainOptions {
   double noise_density = 0.15;        // span corruption (T5 / Tay et al.)
   double mean_noise_span_length = 3.0;
   std::function<void(int64_t step)> after_step;  // called after each update (tests, external monitors)
+  // Called after the backward pass of `step`, before its gradients are checked (tests: poisoned gradients).
+  std::function<void(int64_t step, const std::vector<torch::Tensor>& parameters)> before_update;
   // Data parallelism (lib/dist): nullptr or a world of 1 runs alone. Each rank reads its share of the
   // corpus; the joint batch is batch_size x accumulate x world size; rank 0 writes checkpoints and metrics.
   dist::Communicator* communicator = nullptr;

@@ -27,6 +27,7 @@
 #include "lib/train/losses.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
+#include "lib/train/update_guard.h"
 
 namespace fs = std::filesystem;
 
@@ -266,6 +267,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     return info;
   };
   auto save_last = [&] {
+    check_finite_weights(io::module_tensors(*model, "model/"), "translation", str("at update ", position.update));
     pb::CheckpointInfo info = info_for(position.epoch);
     auto& m = *info.mutable_metadata();
     m["resume_epoch"] = std::to_string(position.epoch);
@@ -319,6 +321,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
 
   const auto started = std::chrono::steady_clock::now();
   std::vector<std::string> epoch_checkpoints;
+  UpdateGuard update_guard("translation", "update", options.max_skipped_updates);
   for (; position.epoch <= options.epochs; ++position.epoch) {
     std::mt19937_64 epoch_rng;
     set_rng_state(epoch_rng, position.epoch_rng);
@@ -345,13 +348,13 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       torch::Tensor logits = model->forward(batch.source.to(device), batch.source_mask.to(device),
                                             batch.target_in.to(device), batch.target_mask.to(device));
       SmoothedLoss loss = label_smoothed_cross_entropy(logits, batch.target_out.to(device), smoothing);
-      (loss.loss / static_cast<double>(batch.target_tokens)).backward();
-      clip_gradients(parameters, options.clip_norm);
-      optimizer.step();
+      // The loss is checked before anything is updated.
       const double value = loss.loss.item<double>() / static_cast<double>(batch.target_tokens);
       if (!std::isfinite(value)) {
         throw Error(str("translation: the loss became ", value, " at update ", position.update, "; lower --lr"));
       }
+      (loss.loss / static_cast<double>(batch.target_tokens)).backward();
+      if (update_guard.allow(clip_gradients(parameters, options.clip_norm), position.update)) optimizer.step();
       position.loss_sum += value;
       tokens += batch.source_tokens + batch.target_tokens;
       const double seconds =
@@ -369,6 +372,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     log_info("translation: epoch ", position.epoch, " dev: nll/token ", result.nll_per_token, ", ",
              eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
     const int epoch = position.epoch;
+    check_finite_weights(io::module_tensors(*model, "model/"), "translation", str("after epoch ", epoch));
     pb::TaskMetrics record = record_for(result, epoch, train_loss, summary.checkpoint);
     record.set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     metrics.write(record);

@@ -4,6 +4,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <limits>
+
 #include "lib/core/errors.h"
 #include "lib/eval/task_score.h"
 
@@ -113,6 +116,32 @@ TEST(Summary, MeanAndBestIsThePapersLayout) {
   EXPECT_NEAR(json["models"][0]["tasks"]["CoLA"]["best"].get<double>(), 30.0, 1e-9);
   EXPECT_NEAR(json["models"][0]["glue_best"].get<double>(), 57.0, 1e-9);
   EXPECT_THROW(parse_run_aggregate("median"), UsageError);
+}
+
+// A run whose dev score is NaN (STS-B's correlations of constant predictions) failed: it never ranks above a
+// number, and the mean over runs is over the others.
+TEST(Summary, NanScoresRankBelowNumbersAndLeaveTheMean) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  EXPECT_TRUE(better_score(1.0, nan));
+  EXPECT_FALSE(better_score(nan, 1.0));
+  EXPECT_FALSE(better_score(nan, nan));
+  EXPECT_TRUE(better_score(2.0, 1.0));
+  EXPECT_FALSE(better_score(1.0, 1.0));
+  std::vector<pb::TaskMetrics> records = {
+      record("m", "STS-B", {{"pearson", nan}, {"spearman", nan}}),
+      record("m", "STS-B", {{"pearson", 0.80}, {"spearman", 0.70}}),
+      record("m", "STS-B", {{"pearson", 0.60}, {"spearman", 0.50}}),
+      record("only-nan", "STS-B", {{"pearson", nan}, {"spearman", nan}}),
+      record("only-nan", "STS-B", {{"pearson", nan}, {"spearman", nan}}),
+  };
+  SummaryOptions options;
+  options.aggregate = RunAggregate::kMeanAndBest;
+  SummaryTable table = summarize(records, options);
+  const SummaryCell& cell = table.cells["m"]["STS-B"];
+  EXPECT_EQ(cell.runs, 3u);
+  EXPECT_NEAR(cell.score, 65.0, 1e-9);  // mean of 75 and 55
+  EXPECT_NEAR(cell.best, 75.0, 1e-9);
+  EXPECT_TRUE(std::isnan(table.cells["only-nan"]["STS-B"].score));
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 
 #include "formats/corpus.pb.h"
 #include "formats/metrics.pb.h"
@@ -20,6 +21,7 @@
 #include "lib/models/encoder.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/pretrainer.h"
+#include "lib/train/update_guard.h"
 #include "tests/test_paths.h"
 
 namespace cabert::train {
@@ -481,6 +483,97 @@ TEST_F(PretrainTest, ShardsOfDifferentTokenizersAreRefused) {
   o.corpus = {c};
   EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
             c + ": header metadata vocab_size '3O': expected a positive 32-bit integer");
+}
+
+// Numeric faults: a non-finite gradient norm never reaches the optimiser (the update is skipped, and the
+// run stops after --max-skipped-updates in a row), and no checkpoint is written with non-finite weights.
+TEST_F(PretrainTest, NonFiniteGradientSkipsTheUpdateAndStopsAfterTooManyInARow) {
+  auto poison_at = [](std::set<int64_t> steps) {
+    return [steps](int64_t step, const std::vector<torch::Tensor>& parameters) {
+      torch::NoGradGuard no_grad;
+      if (steps.count(step)) parameters.front().grad().view(-1)[0] = std::numeric_limits<float>::infinity();
+    };
+  };
+  // Step 3 poisoned: its update is skipped, so the weights after step 3 are those after step 2.
+  const std::string skipped = fresh("skipped"), plain = fresh("plain");
+  PretrainOptions o = tiny_options("bert-tiny-none", plain, corpus_);
+  o.steps = 2;
+  run_pretraining(o);
+  o.model_dir = skipped;
+  o.steps = 3;
+  o.before_update = poison_at({3});
+  PretrainResult result = run_pretraining(o);
+  EXPECT_EQ(result.final_step, 3);
+  Checkpoint after_two = load_checkpoint(checkpoint_path(plain, 2)), after_three = load_checkpoint(checkpoint_path(skipped, 3));
+  for (const auto& [name, tensor] : after_two.tensors) {
+    if (name.rfind("model/", 0) == 0) EXPECT_TRUE(torch::equal(tensor, after_three.tensors.at(name))) << name;
+  }
+  int recorded = 0;
+  for (const auto& record : read_metrics(skipped)) {
+    if (record.values().count("skipped_updates")) {
+      EXPECT_EQ(record.step(), 3u);
+      EXPECT_EQ(record.values().at("skipped_updates"), 1.0);
+      ++recorded;
+    }
+  }
+  EXPECT_EQ(recorded, 1);
+
+  // Three in a row with --max-skipped-updates 3: the run stops naming the step and writes nothing broken.
+  const std::string stopped = fresh("stopped");
+  o.model_dir = stopped;
+  o.steps = 8;
+  o.max_skipped_updates = 3;
+  o.before_update = poison_at({2, 4, 5, 6});
+  try {
+    run_pretraining(o);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "pretrain: the gradient norm was inf at step 6, 3 steps in a row; stopping "
+                                     "(lower --lr, or look at the data of these steps)");
+  }
+}
+
+TEST_F(PretrainTest, NoCheckpointIsWrittenWithNonFiniteWeights) {
+  const std::string dir = fresh("nan-weights");
+  PretrainOptions o = tiny_options("bert-tiny-none", dir, corpus_);
+  o.steps = 4;
+  o.save_every = 2;
+  o.before_update = [](int64_t step, const std::vector<torch::Tensor>& parameters) {
+    torch::NoGradGuard no_grad;
+    // The step-4 update leaves a NaN in the first parameter (as a diverged optimiser would).
+    if (step == 4) {
+      parameters.front().grad().zero_();
+      parameters.front().view(-1)[0] = std::numeric_limits<float>::quiet_NaN();
+    }
+  };
+  std::string message;
+  try {
+    run_pretraining(o);
+  } catch (const Error& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("pretrain: parameter model/"), std::string::npos) << message;
+  EXPECT_NE(message.find(" holds non-finite values at step 4; not saving a broken model"), std::string::npos) << message;
+  auto saved = list_checkpoints(dir);
+  ASSERT_EQ(saved.size(), 1u);
+  EXPECT_EQ(saved.back().first, 2);
+}
+
+TEST(UpdateGuard, SkipsNonFiniteNormsAndResetsOnAFiniteOne) {
+  UpdateGuard guard("finetune", "step", 2);
+  EXPECT_TRUE(guard.allow(1.5, 1));
+  EXPECT_FALSE(guard.allow(std::numeric_limits<double>::quiet_NaN(), 2));
+  EXPECT_TRUE(guard.allow(0.5, 3));
+  EXPECT_FALSE(guard.allow(std::numeric_limits<double>::infinity(), 4));
+  EXPECT_EQ(guard.skipped(), 2);
+  try {
+    guard.allow(-std::numeric_limits<double>::infinity(), 5);
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()), "finetune: the gradient norm was -inf at step 5, 2 steps in a row; stopping "
+                                     "(lower --lr, or look at the data of these steps)");
+  }
+  EXPECT_THROW(UpdateGuard("pretrain", "step", 0), UsageError);
 }
 
 }  // namespace
