@@ -128,7 +128,7 @@ void add_pretrain(CLI::App& app) {
   sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
   add_compute_flags(sub, flags->compute);
   add_distributed_flags(sub, flags->distributed);
-  sub->add_flag("--amp", o.amp, "Mixed precision (bfloat16 autocast, CUDA only)");
+  sub->add_flag("--amp", o.amp, "Mixed precision: bfloat16 autocast (CPU or CUDA); conv and relative-position ops run in float32");
   sub->add_flag("--dry-run", flags->dry_run, "Print the module tree with parameter counts and exit");
   sub->add_flag("--list-presets", flags->list_presets, "List the model presets and exit");
   sub->add_flag("--dump-config", flags->dump_config, "Print the resolved model config (text format) and exit");

@@ -72,8 +72,11 @@ torch::Tensor SeparableConvImpl::forward(const torch::Tensor& x, const torch::Te
 
 torch::Tensor key_padding_bias(const torch::Tensor& mask, torch::ScalarType dtype) {
   torch::Tensor bias = torch::zeros(mask.sizes(), mask.options().dtype(dtype));
-  double lowest = dtype == torch::kDouble ? std::numeric_limits<double>::lowest()
-                                          : static_cast<double>(std::numeric_limits<float>::lowest());
+  // The most negative finite value of the scores' dtype (bfloat16 and float16 under autocast included).
+  double lowest = static_cast<double>(std::numeric_limits<float>::lowest());
+  if (dtype == torch::kDouble) lowest = std::numeric_limits<double>::lowest();
+  if (dtype == torch::kBFloat16) lowest = static_cast<double>(std::numeric_limits<c10::BFloat16>::lowest());
+  if (dtype == torch::kHalf) lowest = static_cast<double>(std::numeric_limits<c10::Half>::lowest());
   return bias.masked_fill(mask.logical_not(), lowest).unsqueeze(1).unsqueeze(1);
 }
 

@@ -5,6 +5,7 @@
 #include "kernels/conv_kernels.h"
 #include "kernels/reference/conv_reference.h"
 #include "lib/core/errors.h"
+#include "lib/ops/mixed_precision.h"
 
 namespace cabert::ops {
 namespace {
@@ -100,18 +101,30 @@ bool fused() { return kernel_path() == KernelPath::kFused; }
 
 torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t padding_left,
                                const torch::Tensor& mask) {
+  if (needs_float_region({x, weight})) {
+    FloatRegion region;
+    return lightweight_conv(to_float32(x), to_float32(weight), padding_left, mask);
+  }
   if (!fused()) return kernels::reference::lightweight_conv(x, weight, padding_left, mask);
   return LightweightConvFunction::apply(x, weight, padding_left, optional(mask));
 }
 
 torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels, int64_t padding_left,
                            const torch::Tensor& mask) {
+  if (needs_float_region({x, kernels})) {
+    FloatRegion region;
+    return dynamic_conv(to_float32(x), to_float32(kernels), padding_left, mask);
+  }
   if (!fused()) return kernels::reference::dynamic_conv(x, kernels, padding_left, mask);
   return DynamicConvFunction::apply(x, kernels, padding_left, optional(mask));
 }
 
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
                              int64_t padding_left, const torch::Tensor& mask) {
+  if (needs_float_region({x, weight, bias})) {
+    FloatRegion region;
+    return depthwise_conv(to_float32(x), to_float32(weight), to_float32(bias), padding_left, mask);
+  }
   if (!fused()) return kernels::reference::depthwise_conv(x, weight, bias, padding_left, mask);
   return DepthwiseConvFunction::apply(x, weight, optional(bias), padding_left, optional(mask));
 }
@@ -130,6 +143,10 @@ torch::Tensor dilated_depthwise_conv(const torch::Tensor& x, const torch::Tensor
 
 torch::Tensor relative_position_scores(const torch::Tensor& q, const torch::Tensor& w, const torch::Tensor& beta,
                                        int64_t radius, double scale) {
+  if (needs_float_region({q, w, beta})) {
+    FloatRegion region;
+    return relative_position_scores(to_float32(q), to_float32(w), to_float32(beta), radius, scale);
+  }
   if (!fused()) return kernels::reference::relative_position_scores(q, w, beta, radius, scale);
   return RelativePositionScoresFunction::apply(q, optional(w), optional(beta), radius, scale);
 }

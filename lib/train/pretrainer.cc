@@ -22,16 +22,13 @@
 #include "lib/models/summary.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
+#include "lib/ops/mixed_precision.h"
 #include "lib/train/metrics_log.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_states.h"
 #include "lib/train/update_guard.h"
 #include "lib/train/schedule.h"
 
-#if __has_include(<ATen/autocast_mode.h>)
-#include <ATen/autocast_mode.h>
-#define CABERT_HAVE_AUTOCAST 1
-#endif
 
 namespace cabert::train {
 namespace {
@@ -147,7 +144,6 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
   check_objective_fits(options.model, options.objective);
   torch::Device device = ops::parse_device(options.device);
-  if (options.amp && !device.is_cuda()) throw UsageError("--amp needs --device cuda (mixed precision on CUDA only)");
   dist::Communicator single;
   dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
   const int world = communicator.world_size();
@@ -313,19 +309,8 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       tokens += batch.tokens;
       StepOutput out;
       {
-#ifdef CABERT_HAVE_AUTOCAST
-        if (options.amp) {
-          at::autocast::set_autocast_enabled(at::kCUDA, true);
-          at::autocast::set_autocast_dtype(at::kCUDA, at::kBFloat16);
-        }
-#endif
+        ops::AutocastScope autocast(options.amp, device);  // bfloat16 on CPU or CUDA (lib/ops/mixed_precision.h)
         out = objectives.compute(batch, rng);
-#ifdef CABERT_HAVE_AUTOCAST
-        if (options.amp) {
-          at::autocast::set_autocast_enabled(at::kCUDA, false);
-          at::autocast::clear_cache();
-        }
-#endif
       }
       std::vector<double> counts;
       for (const auto& term : out.terms) counts.push_back(term.count);

@@ -40,7 +40,7 @@ struct PretrainOptions {
   int64_t keep_checkpoints = 3;
   bool resume = false;
   std::string device = "cpu";
-  bool amp = false;                   // CUDA only: bfloat16 autocast
+  bool amp = false;                   // bfloat16 autocast (CPU or CUDA), see lib/ops/mixed_precision.h
   uint64_t seed = 42;
   bool quiet_progress = false;
   int64_t first_regular_id = 5;       // ids below are special: 5 + the tokenizer's sentinel count

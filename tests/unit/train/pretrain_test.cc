@@ -3,6 +3,7 @@
 // checkpoints are refused, a non-finite loss stops with the step named.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -574,6 +575,37 @@ TEST(UpdateGuard, SkipsNonFiniteNormsAndResetsOnAFiniteOne) {
                                      "(lower --lr, or look at the data of these steps)");
   }
   EXPECT_THROW(UpdateGuard("pretrain", "step", 0), UsageError);
+}
+
+// --amp (bfloat16 autocast) runs on CPU for every tiny preset, on both kernel paths' default (fused): the first
+// step's loss is finite and within bf16 rounding of the float32 step's.
+TEST_F(PretrainTest, AmpRunsEveryTinyPresetOnCpu) {
+  const std::string span_corpus = write_corpus(dir_, 120, 25);
+  int presets = 0;
+  for (const std::string& preset : config::preset_names()) {
+    if (preset.find("tiny") == std::string::npos) continue;
+    ++presets;
+    auto first_loss = [&](bool amp, Objective objective) {
+      PretrainOptions o = tiny_options(preset, fresh(preset + (amp ? "-amp" : "-f32")), corpus_);
+      o.objective = objective;
+      if (objective == Objective::kSpanCorruption) o.corpus = {span_corpus}, o.first_regular_id = 25;
+      o.steps = 1;
+      o.eval_examples = 0;
+      o.amp = amp;
+      return run_pretraining(o).last_loss;
+    };
+    Objective objective = Objective::kMlm;
+    try {
+      check_objective_fits(config::preset_config(preset), objective);
+    } catch (const UsageError&) {
+      objective = Objective::kSpanCorruption;
+    }
+    const double f32 = first_loss(false, objective), bf16 = first_loss(true, objective);
+    EXPECT_TRUE(std::isfinite(bf16)) << preset;
+    EXPECT_NEAR(bf16, f32, 0.05 * f32) << preset;
+    EXPECT_NE(bf16, f32) << preset << ": autocast changed nothing";
+  }
+  EXPECT_GE(presets, 20);
 }
 
 }  // namespace
