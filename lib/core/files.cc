@@ -136,6 +136,7 @@ std::vector<std::string> expand_inputs(const std::vector<std::string>& paths) {
       for (const auto& entry : fs::directory_iterator(path)) {
         if (entry.is_regular_file()) inside.push_back(entry.path().string());
       }
+      if (inside.empty()) throw UsageError(str(path, ": the directory holds no files, expected input files in it"));
       std::sort(inside.begin(), inside.end());
       result.insert(result.end(), inside.begin(), inside.end());
     } else {

@@ -53,7 +53,8 @@ size_t remove_stale_temporaries(const std::string& dir);
 // Writes `contents` to `path` atomically.
 void write_file_atomically(const std::string& path, const std::string& contents);
 
-// Expands each argument that names a directory into the regular files it holds (sorted); keeps others.
+// Expands each argument that names a directory into the regular files it holds (sorted; UsageError when it
+// holds none); keeps others.
 std::vector<std::string> expand_inputs(const std::vector<std::string>& paths);
 
 }  // namespace cabert

@@ -3,6 +3,11 @@
 # needs ~0.5 GB), so an allocation driven by a claimed size would fail as std::bad_alloc (exit 1).
 source "$(dirname "$0")/lib.sh"
 capped() { ( ulimit -d 1500000; "$@" ); }
+# Under AddressSanitizer (scripts/sanitize.sh) no ulimit fits: its shadow memory alone reserves terabytes of
+# address space. Its own limit on resident memory stands in (a report fails the run).
+if ldd "$CABERT" 2>/dev/null | grep -q libasan; then
+  capped() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=3000" "$@"; }
+fi
 
 # The cabert magic, then a header-frame marker claiming an 8 GiB frame; the file is 100 bytes.
 magic='\x5a\x2a\x4d\x18\x08\x00\x00\x00CABERT\x00\x01'
@@ -29,4 +34,24 @@ expect_exit 3 "$work/small.tokens: encoded with another tokenizer (checksum " \
 [ ! -e "$work/mixed" ] || fail "a refused build-corpus left $work/mixed behind"
 expect_exit 3 "$work/big.tokens: record 1: token id" "$CABERT" inspect "$work/big.tokens" -m "$work/small.model"
 grep -qF "is outside the vocabulary of $work/small.model (size 60)" "$work/err" || fail "vocabulary not named: $(cat "$work/err")"
+
+# An empty directory where shards are expected is a usage error, not a crash.
+mkdir -p "$work/no-shards"
+expect_exit 2 "$work/no-shards: the directory holds no files" \
+  "$CABERT" pretrain --corpus "$work/no-shards" --model-dir "$work/m" --preset bert-tiny-none --steps 1
+# Task files cabert did not write: invalid UTF-8 and a NaN regression label are bad input with file and line.
+printf 'text\tlabel\nok\t1\n\xff\xfe\t0\n' > "$work/bytes.tsv"
+expect_exit 3 "$work/bytes.tsv:3: invalid UTF-8 at byte column 1 (0xff); expected UTF-8 text" \
+  "$CABERT" finetune --preset bert-tiny-none --tokenizer "$work/small.model" --task mine --format tsv \
+  --train "$work/bytes.tsv" --dev "$work/bytes.tsv" --model-dir "$work/ft"
+printf 'text\tlabel\nx\t0.5\ny\tinf\n' > "$work/inf.tsv"
+expect_exit 3 "$work/inf.tsv:3: expected a finite regression label, got 'inf'" \
+  "$CABERT" finetune --preset bert-tiny-none --tokenizer "$work/small.model" --task mine --regression --format tsv \
+  --train "$work/inf.tsv" --dev "$work/inf.tsv" --model-dir "$work/ft"
+# A line past --max-line-bytes is refused, not read whole.
+{ printf 'text\tlabel\n'; head -c 5000 /dev/zero | tr '\0' 'a'; printf '\t1\n'; } > "$work/long.tsv"
+expect_exit 3 "$work/long.tsv:2: the line is longer than 4096 bytes (the bound is --max-line-bytes)" \
+  "$CABERT" --max-line-bytes 4096 finetune --preset bert-tiny-none --tokenizer "$work/small.model" --task mine \
+  --format tsv --train "$work/long.tsv" --dev "$work/long.tsv" --model-dir "$work/ft"
+[ ! -e "$work/ft/best.cabert" ] || fail "a refused fine-tuning left a checkpoint"
 echo "hostile inputs: ok"
