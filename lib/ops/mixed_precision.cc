@@ -31,8 +31,10 @@ bool needs_float_region(std::initializer_list<torch::Tensor> tensors) {
   for (const auto& t : tensors) {
     if (low_precision(t)) return true;
   }
+  // Autocast exists per device type; cabert uses it on CPU and CUDA (other devices reach the ops' own errors).
   const torch::Tensor& first = *tensors.begin();
-  return first.defined() && at::autocast::is_autocast_enabled(first.device().type());
+  if (!first.defined() || (!first.device().is_cpu() && !first.device().is_cuda())) return false;
+  return at::autocast::is_autocast_enabled(first.device().type());
 }
 
 FloatRegion::FloatRegion() : no_autocast_(c10::autocast_dispatch_keyset) { ++float_region_depth; }
