@@ -4,7 +4,7 @@
 #   - LibTorch from PyPI's `torch` wheel, installed into the project's virtual environment (.venv);
 #   - a Release build in build/ (CUDA kernels when nvcc is found, CPU-only otherwise).
 # Environment: CABERT_VENV (default .venv), CABERT_BUILD_DIR (default build), CABERT_TORCH (default torch==2.15.0),
-# CABERT_JOBS (default: all cores).
+# CABERT_JOBS (default: all cores), CABERT_SETUP_BUILD (default 1; 0 skips the build).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -43,6 +43,8 @@ if ! "$venv/bin/python" -c "import safetensors, numpy, transformers" 2>/dev/null
   "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy "transformers==5.23.0"
 fi
 
+# CABERT_SETUP_BUILD=0: packages and .venv only (scripts/sanitize.sh and scripts/fuzz.sh build elsewhere).
+[ "${CABERT_SETUP_BUILD:-1}" = 1 ] || exit 0
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCABERT_PYTHON="$PWD/$venv/bin/python" >&2
 fi

@@ -1,5 +1,7 @@
 #include "lib/config/validation.h"
 
+#include <cmath>
+
 #include "lib/core/errors.h"
 
 namespace cabert::config {
@@ -19,6 +21,30 @@ std::string model_config_problem(const pb::ModelConfig& c) {
   }
   if (!(c.dropout() >= 0 && c.dropout() < 1 && c.attention_dropout() >= 0 && c.attention_dropout() < 1)) {
     return "expected dropout and attention_dropout in [0, 1)";
+  }
+  // Numbers a file can hold but no model can use: NaN, infinities, negative scales, probabilities past 1
+  // (the comparisons are false for NaN).
+  const auto unit = [](float p) { return p >= 0 && p <= 1; };
+  const auto scale = [](float x) { return std::isfinite(x) && x >= 0; };
+  if (!(scale(c.layer_norm_eps()) && scale(c.initializer_range()))) {
+    return str("expected finite, non-negative layer_norm_eps and initializer_range, got ", c.layer_norm_eps(), " and ",
+               c.initializer_range());
+  }
+  // The two fractions split the selected tokens; float rounding may put a sum like 0.7 + 0.3 a hair above 1.
+  if (!(unit(c.mask_probability()) && unit(c.mask_token_fraction()) && unit(c.random_token_fraction()) &&
+        c.mask_token_fraction() + c.random_token_fraction() <= 1 + 1e-6f)) {
+    return str("expected mask_probability, mask_token_fraction and random_token_fraction in [0, 1] (the two fractions "
+               "summing to at most 1), got ", c.mask_probability(), ", ", c.mask_token_fraction(), ", ",
+               c.random_token_fraction());
+  }
+  const auto& e = c.electra();
+  if (!(unit(e.mask_probability()) && unit(e.mask_token_fraction()) && unit(e.max_predictions_fraction()))) {
+    return str("expected electra.mask_probability, mask_token_fraction and max_predictions_fraction in [0, 1], got ",
+               e.mask_probability(), ", ", e.mask_token_fraction(), ", ", e.max_predictions_fraction());
+  }
+  if (!(scale(e.discriminator_weight()) && scale(e.generator_weight()) && e.generator_divisor() >= 0)) {
+    return str("expected finite, non-negative electra weights and generator_divisor, got ", e.discriminator_weight(),
+               ", ", e.generator_weight(), ", ", e.generator_divisor());
   }
   const auto& a = c.attention();
   if ((a.relative_fixed() || a.relative_dynamic() || a.relative_key() || a.depthwise_values() || a.conv_query() ||

@@ -9,6 +9,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
+#include "lib/core/json_input.h"
 #include "lib/core/log.h"
 #include "lib/interop/export_model.h"
 #include "lib/interop/hf_config.h"
@@ -118,9 +119,10 @@ ImportSummary import_model(const ImportOptions& options) {
   if (!fs::exists(config_path)) throw DataError(str(options.hf_dir, ": no config.json"));
   nlohmann::json config_json;
   try {
-    config_json = nlohmann::json::parse(read_file(config_path));
-  } catch (const nlohmann::json::parse_error& error) {
-    throw DataError(str(config_path, ": not valid JSON at byte ", error.byte));
+    config_json = parse_json_input(read_file(config_path));
+  } catch (const JsonInputError& error) {
+    throw DataError(error.byte() ? str(config_path, ": not valid JSON at byte ", error.byte(), ": ", error.what())
+                                 : str(config_path, ": not valid JSON: ", error.what()));
   }
   ImportSummary summary;
   pb::ModelConfig config = model_config_from_json(config_json, config_path, &summary.family);

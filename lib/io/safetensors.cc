@@ -15,6 +15,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
+#include "lib/core/json_input.h"
 
 // Tensor bytes are copied as they lie in memory, and the format is little endian.
 static_assert(__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__, "safetensors I/O assumes a little-endian host");
@@ -143,11 +144,18 @@ std::string padded_header(const std::string& path, const std::vector<const SafeT
 struct DuplicateKey {
   std::string key;
 };
+struct TooDeep {};
 
-// Parses with a callback that rejects duplicate keys in any object (nlohmann would keep the last one).
+// Parses with a callback that rejects duplicate keys in any object (nlohmann would keep the last one) and
+// nesting deeper than the reference reader's limit (a header's values are printed in messages, and
+// nlohmann prints recursively: 100 MB of '[' would overflow the stack).
 Json parse_unique_keys(const std::string& text) {
   std::vector<std::set<std::string>> open_objects;
-  auto callback = [&](int, Json::parse_event_t event, Json& parsed) {
+  auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
+        depth >= kMaxJsonDepth) {
+      throw TooDeep{};
+    }
     if (event == Json::parse_event_t::object_start) {
       open_objects.emplace_back();
     } else if (event == Json::parse_event_t::object_end) {
@@ -307,10 +315,15 @@ void SafetensorsFile::parse_header(const std::string& header) {
     json = parse_unique_keys(header);
   } catch (const DuplicateKey& duplicate) {
     throw DataError(str(path_, ": header: duplicate key '", duplicate.key, "'"));
+  } catch (const TooDeep&) {
+    throw DataError(str(path_, ": header: arrays and objects nested deeper than ", kMaxJsonDepth, " levels"));
   } catch (const nlohmann::json::parse_error& error) {
     uint64_t position = error.byte > 0 ? error.byte - 1 : 0;
     throw DataError(
         at_offset(path_, 8 + position, str("header is not valid JSON: ", parse_error_detail(error))));
+  } catch (const nlohmann::json::out_of_range& error) {
+    // A number beyond double's range ("1e400"): nlohmann refuses it without a position.
+    throw DataError(at_offset(path_, 8, str("header is not valid JSON: ", json_error_detail(error))));
   }
   if (!json.is_object()) {
     throw DataError(at_offset(path_, 8, "the header must be a JSON object beginning with '{'"));

@@ -4,6 +4,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
+#include "lib/core/json_input.h"
 #include "lib/core/log.h"
 #include "lib/tasks/glue.h"
 
@@ -53,9 +54,10 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
   data.path = path;
   json root;
   try {
-    root = json::parse(read_file(path));
-  } catch (const json::parse_error& error) {
-    throw DataError(at_offset(path, error.byte, str("invalid JSON (", error.what(), ")")));
+    root = parse_json_input(read_file(path));
+  } catch (const JsonInputError& error) {
+    const std::string problem = str("invalid JSON (", error.what(), ")");
+    throw DataError(error.byte() ? at_offset(path, error.byte(), problem) : str(path, ": ", problem));
   }
   if (root.is_object() && root.contains("version") && root["version"].is_string()) {
     data.version = root["version"].get<std::string>();

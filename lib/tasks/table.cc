@@ -9,6 +9,7 @@
 #include <set>
 
 #include "lib/core/errors.h"
+#include "lib/core/json_input.h"
 #include "lib/text/text_source.h"
 #include "lib/text/utf8.h"
 
@@ -157,9 +158,10 @@ TaskData read_jsonl(const std::string& path, const TableOptions& table, const Re
     }
     nlohmann::json object;
     try {
-      object = nlohmann::json::parse(line);
-    } catch (const nlohmann::json::parse_error& error) {
-      bad_row(str("invalid JSON at column ", error.byte));
+      object = parse_json_input(line);
+    } catch (const JsonInputError& error) {
+      bad_row(error.byte() ? str("invalid JSON at column ", error.byte(), ": ", error.what())
+                           : str("invalid JSON: ", error.what()));
       continue;
     }
     if (!object.is_object()) {

@@ -308,6 +308,23 @@ TEST_F(Safetensors, MalformedJsonHeadersNameTheProblem) {
             p + ": header: __metadata__ value of 'epoch' must be a string, got number");
 }
 
+// Found by tests/fuzz/safetensors_fuzz: a number beyond double's range escaped as nlohmann's out_of_range
+// (exit 1, no file named), and deep nesting parsed fine but overflowed the stack when the message printed it.
+TEST_F(Safetensors, NumbersOutOfRangeAndDeepNestingAreDataErrors) {
+  std::string p = path("bad.safetensors");
+  EXPECT_EQ(open_error(raw_file(R"({"w":{"dtype":"F32","shape":[1e400],"data_offsets":[0,4]}})", "abcd")),
+            p + ": at byte offset 8: header is not valid JSON: number overflow parsing '1e400'");
+  const size_t depth = 200000;  // far past any stack when printed recursively
+  const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+  EXPECT_EQ(open_error(raw_file(R"({"w":{"dtype":"F32","shape":)" + deep + R"(,"data_offsets":[0,0]}})", "")),
+            p + ": header: arrays and objects nested deeper than 128 levels");
+  // The format itself nests three levels; 128 is the reference reader's (serde_json's) limit.
+  const std::string nested = std::string(126, '[') + std::string(126, ']');
+  EXPECT_NE(open_error(raw_file(R"({"w":{"dtype":"F32","shape":)" + nested + R"(,"data_offsets":[0,0]}})", ""))
+                .find("shape must be an array of non-negative integers"),
+            std::string::npos);
+}
+
 TEST_F(Safetensors, MalformedTensorEntriesNameTheTensor) {
   std::string p = path("bad.safetensors");
   auto with = [&](const std::string& tensor_json) {

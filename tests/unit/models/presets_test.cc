@@ -157,6 +157,30 @@ TEST(PresetOverrides, ClearErrors) {
   EXPECT_NE(message("bert-small-composite", {"dropout"}).find("--set expects key=value"), std::string::npos);
 }
 
+// Found while fuzzing the config loader (tests/fuzz/model_config_fuzz): NaN, infinite and out-of-range
+// probabilities and scales passed validation (a NaN mask probability, a max_predictions_fraction of 1e30
+// whose conversion to a count is undefined behaviour). Checkpoints' stored configs go through the same checks.
+TEST(PresetOverrides, NonFiniteAndOutOfRangeNumbersAreRefused) {
+  auto problem = [](const std::vector<std::string>& sets) {
+    try {
+      load_model_config("bert-tiny-composite", sets);
+    } catch (const UsageError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(problem({"layer_norm_eps=nan"}).find("expected finite, non-negative layer_norm_eps"), std::string::npos);
+  EXPECT_NE(problem({"initializer_range=-0.02"}).find("and initializer_range, got 1e-12 and -0.02"), std::string::npos);
+  EXPECT_NE(problem({"mask_probability=1.5"}).find("expected mask_probability, mask_token_fraction"), std::string::npos);
+  EXPECT_NE(problem({"mask_token_fraction=0.95"}).find("summing to at most 1"), std::string::npos);
+  EXPECT_NE(problem({"electra.max_predictions_fraction=1e30"}).find("expected electra.mask_probability"),
+            std::string::npos);
+  EXPECT_NE(problem({"electra.generator_weight=inf"}).find("expected finite, non-negative electra weights"),
+            std::string::npos);
+  EXPECT_EQ(problem({"mask_token_fraction=0.7", "random_token_fraction=0.3"}), "no error");
+  for (const auto& name : preset_names()) EXPECT_EQ(config::model_config_problem(preset_config(name)), "") << name;
+}
+
 TEST(PresetOverrides, TextprotoRoundTrip) {
   for (const auto& name : preset_names()) {
     const std::string path = testing::temp_dir() + "/config.textproto";
