@@ -2,7 +2,7 @@
 // lines) whose accumulators stay in vector registers across all taps of an output (one load of x, one load of
 // the weight and one FMA per tap and vector); four independent FMA chains hide the FMA latency (a single
 // chain was latency-bound, measured 2x slower). A scalar tail handles the last C % kLanes channels.
-// kernels/CMakeLists.txt builds kernels/cpu with -fopenmp-simd so that `omp simd` vectorises these loops
+// kernels/CMakeLists.txt builds kernels/cpu with -fopenmp, so that `omp simd` vectorises these loops
 // (and the dot-product reduction) without -ffast-math.
 #pragma once
 
