@@ -19,6 +19,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
 #include "lib/models/convbert_mixed_attention.h"
+#include "lib/ops/attention_ops.h"
 #include "lib/ops/memory_meter.h"
 #include "lib/ops/span_dynamic_conv.h"
 
@@ -101,6 +102,20 @@ OpSetup make_setup(const OpBenchConfig& c) {
     auto beta = leaf(l, torch::zeros({H, 2 * radius + 1}, options));
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     s.forward = [=] { return relative_position_scores(q, w, beta, radius, scale); };
+  } else if (c.op == "composite-attention" || c.op == "sdpa") {
+    const int64_t d = C / H, radius = K / 2, width = 2 * radius + 1;
+    auto q = leaf(l, torch::randn({B, H, T, d}, options));
+    auto k = leaf(l, torch::randn({B, H, T, d}, options));
+    auto v = leaf(l, torch::randn({B, H, T, d}, options));
+    const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+    if (c.op == "sdpa") {
+      s.forward = [=] { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, false, scale); };
+    } else {
+      RelativePositionTerms relative{leaf(l, torch::randn({width, d}, options) * init),
+                                     leaf(l, torch::randn({H, width}, options) * init),
+                                     leaf(l, torch::randn({width, d}, options) * init), radius};
+      s.forward = [=] { return composite_attention(q, k, v, relative, {}, scale, 0.0); };
+    }
   } else if (c.op == "attention") {
     const int64_t d = C / H;
     auto x = leaf(l, torch::randn({B, T, C}, options));
@@ -189,7 +204,8 @@ UsageError unknown_op(const std::string& op) {
 
 const std::vector<std::string>& op_bench_names() {
   static const std::vector<std::string> names = {"lightconv", "dynamicconv",        "sdconv",    "sdconv-branch",
-                                                 "relpos",    "convbert-attention", "depthwise", "attention"};
+                                                 "relpos",    "convbert-attention", "depthwise", "attention",
+                                                 "composite-attention", "sdpa"};
   return names;
 }
 
@@ -208,11 +224,15 @@ std::string op_bench_description(const std::string& op) {
            "attention heads beside the SDConv branch with H / 2 conv heads, head ratio 2, no dropout";
   if (op == "relpos") return "composite-attention terms q.W^C[r]*scale + beta[r] -> [B,H,T,T] (radius K/2)";
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
+  if (op == "composite-attention")
+    return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
+           "radius K/2, no dropout; fused: tiled online softmax, nothing T x T";
+  if (op == "sdpa") return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d]), no dropout";
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
   return "";
 }
 
-bool op_bench_has_kernel_paths(const std::string& op) { return op != "attention"; }
+bool op_bench_has_kernel_paths(const std::string& op) { return op != "attention" && op != "sdpa"; }
 
 pb::BenchTiming summarize_times(std::vector<double> ms) {
   pb::BenchTiming timing;

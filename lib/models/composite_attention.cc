@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
 
 namespace cabert::models {
@@ -53,19 +54,13 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   torch::Tensor k = split(project(x, mask, key, key_conv));
   torch::Tensor v = split(v_flat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) * scale;
-  if (relative_beta.defined() || relative_query.defined()) {
-    scores = scores + ops::relative_position_scores(q, relative_query, relative_beta, radius, scale);
-  }
-  if (relative_key.defined()) {
-    // k_j . W^K'[r(j, i)]: the same banded product with the roles of i and j exchanged.
-    scores = scores + ops::relative_position_scores(k, relative_key, {}, radius, scale).transpose(-1, -2);
-  }
-  if (mask.defined()) scores = scores + key_padding_bias(mask, scores.scalar_type());
-  torch::Tensor probabilities = torch::softmax(scores, -1);
+  const ops::RelativePositionTerms relative{relative_query, relative_beta, relative_key, radius};
+  const double dropout_p = attention_dropout->is_training() ? attention_dropout->options.p() : 0.0;
+  torch::Tensor probabilities;
+  torch::Tensor context = ops::composite_attention(q, k, v, relative, mask, scale, dropout_p,
+                                                   probe ? &probabilities : nullptr);
   if (probe) probe->attention = probabilities.detach();
-  probabilities = attention_dropout(probabilities);
-  torch::Tensor context = torch::matmul(probabilities, v).transpose(1, 2).reshape({B, T, hidden});
+  context = context.transpose(1, 2).reshape({B, T, hidden});
   if (depthwise_weight.defined()) {
     torch::Tensor conv = ops::depthwise_conv(v_flat, depthwise_weight, depthwise_bias, radius, mask);
     context = context + conv * depthwise_scale.repeat_interleave(head_size);

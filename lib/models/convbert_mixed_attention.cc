@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
 #include "lib/ops/span_dynamic_conv.h"
 
@@ -43,12 +44,15 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   auto split = [&](const torch::Tensor& t) { return t.view({B, T, heads, head_size}).transpose(1, 2); };
   torch::Tensor q_flat = query(x);
   torch::Tensor q = split(q_flat), k = split(key(x)), v = split(value(x));
-  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(head_size));
-  if (mask.defined()) scores = scores + key_padding_bias(mask, scores.scalar_type());
-  torch::Tensor probabilities = torch::softmax(scores, -1);
+  // The attention heads are plain scaled dot-product attention: ops::composite_attention without relative
+  // terms (PyTorch's SDPA on the fused path, the T x T reference when the pictures want the probabilities).
+  const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
+  const double dropout_p = attention_dropout->is_training() ? attention_dropout->options.p() : 0.0;
+  torch::Tensor probabilities;
+  torch::Tensor context = ops::composite_attention(q, k, v, ops::RelativePositionTerms{}, mask, scale, dropout_p,
+                                                   probe ? &probabilities : nullptr);
   if (probe) probe->attention = probabilities.detach();
-  probabilities = attention_dropout(probabilities);
-  torch::Tensor context = torch::matmul(probabilities, v).transpose(1, 2).reshape({B, T, attention_width});
+  context = context.transpose(1, 2).reshape({B, T, attention_width});
   if (kind == pb::NO_CONV) return context;
 
   torch::Tensor conv;

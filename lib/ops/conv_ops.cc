@@ -6,18 +6,13 @@
 #include "kernels/reference/conv_reference.h"
 #include "lib/core/errors.h"
 #include "lib/ops/mixed_precision.h"
+#include "lib/ops/optional_tensor.h"
 
 namespace cabert::ops {
 namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// Optional arguments (masks, bias, w, beta) reach Function::apply as std::optional: autograd cannot take an
-// undefined at::Tensor as an input.
-std::optional<torch::Tensor> optional(const torch::Tensor& t) {
-  return t.defined() ? std::optional<torch::Tensor>(t) : std::nullopt;
-}
 
 // The fused kernels compute their own backward; each Function saves its inputs (never an unfolded tensor).
 struct LightweightConvFunction : public torch::autograd::Function<LightweightConvFunction> {
@@ -106,7 +101,7 @@ torch::Tensor lightweight_conv(const torch::Tensor& x, const torch::Tensor& weig
     return lightweight_conv(to_float32(x), to_float32(weight), padding_left, mask);
   }
   if (!fused()) return kernels::reference::lightweight_conv(x, weight, padding_left, mask);
-  return LightweightConvFunction::apply(x, weight, padding_left, optional(mask));
+  return LightweightConvFunction::apply(x, weight, padding_left, optional_tensor(mask));
 }
 
 torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels, int64_t padding_left,
@@ -116,7 +111,7 @@ torch::Tensor dynamic_conv(const torch::Tensor& x, const torch::Tensor& kernels,
     return dynamic_conv(to_float32(x), to_float32(kernels), padding_left, mask);
   }
   if (!fused()) return kernels::reference::dynamic_conv(x, kernels, padding_left, mask);
-  return DynamicConvFunction::apply(x, kernels, padding_left, optional(mask));
+  return DynamicConvFunction::apply(x, kernels, padding_left, optional_tensor(mask));
 }
 
 torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
@@ -126,7 +121,7 @@ torch::Tensor depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight
     return depthwise_conv(to_float32(x), to_float32(weight), to_float32(bias), padding_left, mask);
   }
   if (!fused()) return kernels::reference::depthwise_conv(x, weight, bias, padding_left, mask);
-  return DepthwiseConvFunction::apply(x, weight, optional(bias), padding_left, optional(mask));
+  return DepthwiseConvFunction::apply(x, weight, optional_tensor(bias), padding_left, optional_tensor(mask));
 }
 
 torch::Tensor dilated_depthwise_conv(const torch::Tensor& x, const torch::Tensor& weight, int64_t dilation,
@@ -148,7 +143,7 @@ torch::Tensor relative_position_scores(const torch::Tensor& q, const torch::Tens
     return relative_position_scores(to_float32(q), to_float32(w), to_float32(beta), radius, scale);
   }
   if (!fused()) return kernels::reference::relative_position_scores(q, w, beta, radius, scale);
-  return RelativePositionScoresFunction::apply(q, optional(w), optional(beta), radius, scale);
+  return RelativePositionScoresFunction::apply(q, optional_tensor(w), optional_tensor(beta), radius, scale);
 }
 
 }  // namespace cabert::ops

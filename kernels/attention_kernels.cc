@@ -1,0 +1,96 @@
+#include "kernels/attention_kernels.h"
+
+#include <sstream>
+
+#include "kernels/cpu/attention_cpu.h"
+#include "kernels/philox.h"
+#include "lib/core/errors.h"
+
+namespace cabert::kernels {
+namespace {
+
+constexpr const char* kOp = "relative_attention";
+
+std::string shape_of(const at::Tensor& t) {
+  if (!t.defined()) return "none";
+  std::ostringstream out;
+  out << t.sizes();
+  return out.str();
+}
+
+void require(bool ok, const std::string& message) {
+  if (!ok) throw UsageError(str(kOp, ": ", message));
+}
+
+// Last dimension contiguous (the kernel reads rows with any other strides).
+at::Tensor rows_contiguous(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
+
+AttentionInputs checked(const AttentionInputs& in) {
+  require(in.q.defined() && in.q.dim() == 4, str("expected q of shape [B, N, T, d], got ", shape_of(in.q)));
+  require(in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble,
+          str("expected q to be float or double, got ", in.q.scalar_type()));
+  require(in.q.is_cpu(), str("the fused kernel runs on CPU tensors, got q on ", in.q.device()));
+  for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k", in.k}, {"v", in.v}}) {
+    require(t.defined() && t.sizes() == in.q.sizes(), str("expected ", name, " of shape ", shape_of(in.q),
+                                                          " (as q), got ", shape_of(t)));
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+            str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
+  }
+  require(in.radius >= 0, str("expected a radius >= 0, got ", in.radius));
+  const int64_t B = in.q.size(0), N = in.q.size(1), T = in.q.size(2);
+  for (const auto& [name, t] :
+       {std::pair<const char*, const at::Tensor&>{"query_band", in.query_band}, {"key_band", in.key_band}}) {
+    if (!t.defined()) continue;
+    require(t.sizes() == at::IntArrayRef({B, N, T, 2 * in.radius + 1}),
+            str("expected ", name, " of shape [", B, ", ", N, ", ", T, ", ", 2 * in.radius + 1, "], got ",
+                shape_of(t)));
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+            str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
+  }
+  if (in.key_mask.defined()) {
+    require(in.key_mask.sizes() == at::IntArrayRef({B, T}) && in.key_mask.scalar_type() == at::kBool,
+            str("expected key_mask [", B, ", ", T, "] bool, got ", shape_of(in.key_mask), " ",
+                in.key_mask.scalar_type()));
+  }
+  require(in.dropout.p >= 0 && in.dropout.p < 1, str("expected a dropout probability in [0, 1), got ", in.dropout.p));
+  AttentionInputs c = in;
+  c.q = rows_contiguous(in.q);
+  c.k = rows_contiguous(in.k);
+  c.v = rows_contiguous(in.v);
+  if (c.query_band.defined()) c.query_band = c.query_band.contiguous();
+  if (c.key_band.defined()) c.key_band = c.key_band.contiguous();
+  if (c.key_mask.defined()) c.key_mask = c.key_mask.to(at::kCPU).contiguous();
+  return c;
+}
+
+}  // namespace
+
+AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
+  return cpu::relative_attention_forward(checked(in));
+}
+
+AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
+                                           const AttentionOutputs& forward) {
+  require(grad_out.sizes() == in.q.sizes(), str("expected a gradient of shape ", shape_of(in.q), ", got ",
+                                                shape_of(grad_out)));
+  AttentionOutputs saved = forward;
+  saved.out = rows_contiguous(forward.out);
+  saved.logsumexp = forward.logsumexp.contiguous();
+  return cpu::relative_attention_backward(rows_contiguous(grad_out.to(in.q.scalar_type())), checked(in), saved);
+}
+
+at::Tensor attention_dropout_keep(int64_t batch, int64_t heads, int64_t length, const DropoutDraw& dropout) {
+  at::Tensor keep = at::empty({batch, heads, length, length}, at::TensorOptions().dtype(at::kBool));
+  bool* out = keep.data_ptr<bool>();
+  const float p = static_cast<float>(dropout.p);
+  const uint64_t total = static_cast<uint64_t>(keep.numel());
+  for (uint64_t block = 0; block * 4 < total; ++block) {
+    const philox::Words words = philox::block(dropout.seed, dropout.offset, block);
+    for (uint64_t lane = 0; lane < 4 && block * 4 + lane < total; ++lane) {
+      out[block * 4 + lane] = philox::uniform(words.w[lane]) >= p;
+    }
+  }
+  return keep;
+}
+
+}  // namespace cabert::kernels

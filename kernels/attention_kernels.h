@@ -1,0 +1,57 @@
+// Attention with banded relative-position biases (Chang et al. 2021, Eq. 4-6 and the key variant), fused:
+//
+//   s_ij = scale q_i.k_j + query_band[i, r(i, j)] + key_band[j, r(j, i)],   r(i, j) = clamp(j - i, -n, n) + n
+//   p_ij = softmax_j(s_ij) over the real keys j;  out_i = sum_j p_ij z_ij / (1 - p) v_j
+//
+// with z_ij the Philox dropout draw of kernels/philox.h (1 when dropout is off). The bands are the [T, 2n+1]
+// relative terms every query (or key) adds to its row (or column): query_band = scale q.W^C + beta_h and
+// key_band = scale k.W^K' (lib/ops/attention_ops.cc computes them with ATen, linear in T). The fused kernel
+// never builds the T x T matrix: it walks key tiles with the online softmax of FlashAttention and keeps
+// only the row log-sum-exp for the backward, which recomputes the tiles. Beyond the radius every score of a
+// tile row shares one band value, so only the tiles that cross the band pay per element.
+//
+// Padding: masked keys take no part. A batch row whose keys are all masked attends uniformly to all of them
+// (what the reference's additive bias of the dtype's lowest value gives), with zero score gradients.
+//
+// Entry points: CPU tensors -> kernels/cpu (float, double); other devices are refused here (lib/ops
+// routes CUDA elsewhere). The reference (the test oracle) is kernels/reference/attention_reference.h.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace cabert::kernels {
+
+struct DropoutDraw {
+  double p = 0;  // probability of dropping; 0: no dropout
+  uint64_t seed = 0, offset = 0;
+};
+
+struct AttentionInputs {
+  at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free
+  at::Tensor query_band;  // [B, N, T, 2n+1] or undefined
+  at::Tensor key_band;    // [B, N, T, 2n+1] or undefined
+  at::Tensor key_mask;    // [B, T] bool (true = real key) or undefined
+  int64_t radius = 0;     // n
+  double scale = 1;
+  DropoutDraw dropout;
+};
+
+struct AttentionOutputs {
+  at::Tensor out;        // [B, N, T, d], stored as [B, T, N, d] (out.transpose(1, 2) is contiguous)
+  at::Tensor logsumexp;  // [B, N, T], float or double like q: log sum_j exp(s_ij) over the real keys
+};
+
+struct AttentionGrads {
+  at::Tensor q, k, v, query_band, key_band;  // the bands' undefined when the input had none
+};
+
+AttentionOutputs relative_attention_forward(const AttentionInputs& in);
+AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
+                                           const AttentionOutputs& forward);
+
+// The dropout keep-mask of the scheme, [B, N, T, T] bool on the CPU (the reference's and the tests').
+at::Tensor attention_dropout_keep(int64_t batch, int64_t heads, int64_t length, const DropoutDraw& dropout);
+
+}  // namespace cabert::kernels

@@ -1,0 +1,463 @@
+// Tile by tile: scores of a query tile against a key tile come from one BLAS product (kernels/cpu/blas.h),
+// the band terms and the key mask are added in place, and the FlashAttention recurrence folds the tile into
+// running row maxima, sums and output accumulators. The backward recomputes each tile's probabilities from
+// the saved row log-sum-exp.
+#include "kernels/cpu/attention_cpu.h"
+
+#include <ATen/Dispatch.h>
+#include <ATen/Parallel.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "kernels/cpu/blas.h"
+#include "kernels/philox.h"
+
+namespace cabert::kernels::cpu {
+namespace {
+
+constexpr int64_t kForwardQueryTile = 256;  // measured at B=8 N=4 T=2048 d=64: 128 x 256 tiles 7% slower
+constexpr int64_t kQueryTile = 128;         // backward
+constexpr int64_t kKeyTile = 256;
+
+// e^x for x <= 0 (every argument here is a score minus its row maximum), vectorisable: 2^n times the degree-5
+// Taylor polynomial of the remainder r = x - n ln2, |r| <= ln2 / 2 (relative error below 2.5e-6, about 20 ulp,
+// the accuracy class of the exp_u20 PyTorch's own CPU flash attention uses; the double kernel calls std::exp);
+// 0 below -87 (and for -inf, the masked keys). n = round(x log2 e) by the 1.5 * 2^23 trick (floorf would not
+// vectorise without -fno-trapping-math), 2^n built in the exponent bits.
+inline float exp_nonpositive(float x) {
+  const float kLog2e = 1.44269504f, kLn2Hi = 0.693145752f, kLn2Lo = 1.42860677e-6f, kRound = 12582912.0f;
+  const float clamped = x < -87.0f ? -87.0f : x;
+  const float n = (clamped * kLog2e + kRound) - kRound;
+  const float r = clamped - n * kLn2Hi - n * kLn2Lo;
+  float p = 1.0f / 120;
+  p = p * r + 1.0f / 24;
+  p = p * r + 1.0f / 6;
+  p = p * r + 0.5f;
+  p = p * r + 1.0f;
+  p = p * r + 1.0f;
+  const float two_n = __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
+  return x < -87.0f ? 0.0f : p * two_n;
+}
+inline double exp_nonpositive(double x) { return std::exp(x); }
+
+template <typename T>
+constexpr T kMinusInfinity = -std::numeric_limits<T>::infinity();
+
+// Row loops in fixed chunks of four 512-bit vectors with one accumulator per lane (the pattern of
+// kernels/cpu/vector_loops.h): GCC vectorises these reliably, where a plain `omp simd` reduction over the
+// row was left to a scalar fallback at run time (measured: the softmax loops ran scalar).
+template <typename T>
+constexpr int64_t kRowLanes = 256 / sizeof(T);
+
+template <typename T>
+T max_of(const T* x, int64_t n) {
+  constexpr int64_t L = kRowLanes<T>;
+  T lanes[L];
+  for (int64_t v = 0; v < L; ++v) lanes[v] = kMinusInfinity<T>;
+  int64_t c = 0;
+  for (; c + L <= n; c += L) {
+#pragma omp simd
+    for (int64_t v = 0; v < L; ++v) lanes[v] = x[c + v] > lanes[v] ? x[c + v] : lanes[v];
+  }
+  T result = kMinusInfinity<T>;
+  for (int64_t v = 0; v < L; ++v) result = lanes[v] > result ? lanes[v] : result;
+  for (; c < n; ++c) result = x[c] > result ? x[c] : result;
+  return result;
+}
+
+// x[c] = e^(min(x[c] - shift, 0)) in place; returns the sum.
+template <typename T>
+T exp_in_place(T* x, int64_t n, T shift) {
+  constexpr int64_t L = kRowLanes<T>;
+  T lanes[L];
+  for (int64_t v = 0; v < L; ++v) lanes[v] = T(0);
+  int64_t c = 0;
+  for (; c + L <= n; c += L) {
+#pragma omp simd
+    for (int64_t v = 0; v < L; ++v) {
+      const T e = x[c + v] - shift;
+      const T p = exp_nonpositive(e < T(0) ? e : T(0));
+      x[c + v] = p;
+      lanes[v] += p;
+    }
+  }
+  T sum = 0;
+  for (int64_t v = 0; v < L; ++v) sum += lanes[v];
+  for (; c < n; ++c) {
+    const T e = x[c] - shift;
+    x[c] = exp_nonpositive(e < T(0) ? e : T(0));
+    sum += x[c];
+  }
+  return sum;
+}
+
+// Strided rows of one [T, d] matrix (a (batch, head) slice of q, k, v, out or a gradient).
+template <typename T>
+struct Rows {
+  T* data = nullptr;
+  int64_t ld = 0;
+  T* row(int64_t i) const { return data + i * ld; }
+};
+
+template <typename T>
+Rows<T> head_rows(const at::Tensor& t, int64_t b, int64_t h) {
+  return {t.data_ptr<T>() + b * t.stride(0) + h * t.stride(1), t.stride(2)};
+}
+
+// Everything about one (batch, head) the tiles need.
+template <typename T>
+struct Head {
+  Rows<T> q, k, v;
+  const T* query_band = nullptr;  // [T, 2n+1] or null
+  const T* key_band = nullptr;    // [T, 2n+1] or null
+  const bool* mask = nullptr;     // [T] or null (null too when every key is masked: see `uniform`)
+  bool uniform = false;           // every key masked: all scores zero, no gradient through them
+  uint64_t first_index = 0;       // Philox index of element (i, j) = first_index + i T + j
+};
+
+struct Shape {
+  int64_t batch, heads, length, head_size, radius, width;
+};
+
+// Per batch element: does it have no real key, and how many real keys does each key tile hold.
+struct MaskSummary {
+  std::vector<char> no_real_key;  // [B]
+  std::vector<int64_t> real_in_tile;  // [B, key tiles]
+  int64_t tiles = 0;
+};
+
+MaskSummary summarise_mask(const at::Tensor& key_mask, const Shape& s) {
+  MaskSummary summary;
+  summary.tiles = (s.length + kKeyTile - 1) / kKeyTile;
+  summary.no_real_key.assign(s.batch, 0);
+  summary.real_in_tile.assign(s.batch * summary.tiles, 0);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    int64_t total = 0;
+    for (int64_t tile = 0; tile < summary.tiles; ++tile) {
+      int64_t real = kKeyTile;
+      if (key_mask.defined()) {
+        const bool* m = key_mask.data_ptr<bool>() + b * s.length;
+        real = 0;
+        for (int64_t j = tile * kKeyTile; j < std::min(s.length, (tile + 1) * kKeyTile); ++j) real += m[j];
+      }
+      summary.real_in_tile[b * summary.tiles + tile] = real;
+      total += real;
+    }
+    summary.no_real_key[b] = total == 0;
+  }
+  return summary;
+}
+
+template <typename T>
+Head<T> head_of(const AttentionInputs& in, const Shape& s, const MaskSummary& summary, int64_t b, int64_t h) {
+  Head<T> head;
+  head.q = head_rows<T>(in.q, b, h);
+  head.k = head_rows<T>(in.k, b, h);
+  head.v = head_rows<T>(in.v, b, h);
+  const int64_t band_offset = (b * s.heads + h) * s.length * s.width;
+  if (in.query_band.defined()) head.query_band = in.query_band.data_ptr<T>() + band_offset;
+  if (in.key_band.defined()) head.key_band = in.key_band.data_ptr<T>() + band_offset;
+  head.uniform = summary.no_real_key[b];
+  if (in.key_mask.defined() && !head.uniform) head.mask = in.key_mask.data_ptr<bool>() + b * s.length;
+  head.first_index = static_cast<uint64_t>(b * s.heads + h) * s.length * s.length;
+  return head;
+}
+
+// Columns [0, left) of query row i lie left of the band (r = 0), [left, right) inside it, [right, cols)
+// right of it (r = 2n); j0 is the tile's first key.
+struct BandSplit {
+  int64_t left, right;
+};
+inline BandSplit band_split(int64_t i, int64_t j0, int64_t cols, int64_t radius) {
+  return {std::clamp<int64_t>(i - radius - j0, 0, cols), std::clamp<int64_t>(i + radius + 1 - j0, 0, cols)};
+}
+
+// The scores of queries i0 .. i0+rows against keys j0 .. j0+cols into s [rows, cols]: scale q.k, the bands,
+// -inf for masked keys (zeros when the head has no real key). key_first / key_last: scratch of cols values.
+template <typename T>
+void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
+                 T* s, T* key_first, T* key_last) {
+  if (head.uniform) {
+    std::fill(s, s + rows * cols, T(0));
+    return;
+  }
+  gemm<T>(false, true, rows, cols, shape.head_size, scale, head.q.row(i0), head.q.ld, head.k.row(j0), head.k.ld,
+          T(0), s, cols);
+  const int64_t n = shape.radius, w = shape.width;
+  const T* kb = head.key_band;
+  if (kb != nullptr) {
+    for (int64_t c = 0; c < cols; ++c) {
+      key_first[c] = kb[(j0 + c) * w];          // r(j, i) = 0: query far left of key j
+      key_last[c] = kb[(j0 + c) * w + 2 * n];   // r(j, i) = 2n: query far right of key j
+    }
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    T* row = s + r * cols;
+    const BandSplit split = band_split(i, j0, cols, n);
+    const T* qb = head.query_band != nullptr ? head.query_band + i * w : nullptr;
+    if (qb != nullptr) {
+      const T left = qb[0], right = qb[2 * n];
+#pragma omp simd
+      for (int64_t c = 0; c < split.left; ++c) row[c] += left;
+#pragma omp simd
+      for (int64_t c = split.right; c < cols; ++c) row[c] += right;
+      for (int64_t c = split.left; c < split.right; ++c) row[c] += qb[j0 + c - i + n];
+    }
+    if (kb != nullptr) {
+#pragma omp simd
+      for (int64_t c = 0; c < split.left; ++c) row[c] += key_last[c];
+#pragma omp simd
+      for (int64_t c = split.right; c < cols; ++c) row[c] += key_first[c];
+      for (int64_t c = split.left; c < split.right; ++c) row[c] += kb[(j0 + c) * w + (i - j0 - c + n)];
+    }
+  }
+  if (head.mask != nullptr) {
+    const bool* m = head.mask + j0;
+    for (int64_t r = 0; r < rows; ++r) {
+      T* row = s + r * cols;
+#pragma omp simd
+      for (int64_t c = 0; c < cols; ++c) row[c] = m[c] ? row[c] : kMinusInfinity<T>;
+    }
+  }
+}
+
+// factor[r, c] = z_ij / (1 - p) for the tile (the same draws in forward and backward).
+template <typename T>
+void dropout_factors(const Head<T>& head, const Shape& shape, const DropoutDraw& dropout, int64_t i0, int64_t rows,
+                     int64_t j0, int64_t cols, T* factor) {
+  const float p = static_cast<float>(dropout.p);
+  const T kept = T(1) / (T(1) - static_cast<T>(dropout.p));
+  for (int64_t r = 0; r < rows; ++r) {
+    const uint64_t first = head.first_index + static_cast<uint64_t>(i0 + r) * shape.length + j0;
+    T* out = factor + r * cols;
+    int64_t c = 0;
+    while (c < cols) {
+      const uint64_t index = first + c;
+      const philox::Words words = philox::block(dropout.seed, dropout.offset, index >> 2);
+      for (uint64_t lane = index & 3; lane < 4 && c < cols; ++lane, ++c) {
+        out[c] = philox::uniform(words.w[lane]) >= p ? kept : T(0);
+      }
+    }
+  }
+}
+
+template <typename T>
+bool skip_key_tile(const Head<T>& head, const MaskSummary& summary, int64_t b, int64_t tile) {
+  return head.mask != nullptr && summary.real_in_tile[b * summary.tiles + tile] == 0;
+}
+
+template <typename T>
+void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSummary& summary, AttentionOutputs& result) {
+  const int64_t T_ = shape.length, d = shape.head_size, query_tiles = (T_ + kForwardQueryTile - 1) / kForwardQueryTile;
+  const T scale = static_cast<T>(in.scale);
+  const bool dropout = in.dropout.p > 0;
+  T* out = result.out.data_ptr<T>();          // [B, T, N, d] storage
+  T* lse = result.logsumexp.data_ptr<T>();    // [B, N, T]
+  at::parallel_for(0, shape.batch * shape.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> s(kForwardQueryTile * kKeyTile), factor(dropout ? kForwardQueryTile * kKeyTile : 0), acc(kForwardQueryTile * d);
+    std::vector<T> row_max(kForwardQueryTile), row_sum(kForwardQueryTile), key_first(kKeyTile), key_last(kKeyTile);
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t bh = task / query_tiles, b = bh / shape.heads, h = bh % shape.heads;
+      const int64_t i0 = (task % query_tiles) * kForwardQueryTile, rows = std::min(kForwardQueryTile, T_ - i0);
+      const Head<T> head = head_of<T>(in, shape, summary, b, h);
+      std::fill(acc.begin(), acc.end(), T(0));
+      std::fill(row_max.begin(), row_max.end(), kMinusInfinity<T>);
+      std::fill(row_sum.begin(), row_sum.end(), T(0));
+      for (int64_t tile = 0; tile < summary.tiles; ++tile) {
+        if (skip_key_tile(head, summary, b, tile)) continue;
+        const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
+        tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), key_first.data(), key_last.data());
+        if (dropout) dropout_factors(head, shape, in.dropout, i0, rows, j0, cols, factor.data());
+        for (int64_t r = 0; r < rows; ++r) {
+          T* row = s.data() + r * cols;
+          const T tile_max = max_of(row, cols);
+          const T new_max = std::max(row_max[r], tile_max);
+          if (new_max == kMinusInfinity<T>) {  // no real key so far: nothing to add
+            std::fill(row, row + cols, T(0));
+            continue;
+          }
+          const T rescale = row_max[r] == kMinusInfinity<T> ? T(0) : exp_nonpositive(row_max[r] - new_max);
+          const T sum = exp_in_place(row, cols, new_max);
+          row_sum[r] = row_sum[r] * rescale + sum;
+          row_max[r] = new_max;
+          T* a = acc.data() + r * d;
+#pragma omp simd
+          for (int64_t e = 0; e < d; ++e) a[e] *= rescale;
+          if (dropout) {
+            const T* f = factor.data() + r * cols;
+#pragma omp simd
+            for (int64_t c = 0; c < cols; ++c) row[c] *= f[c];
+          }
+        }
+        gemm<T>(false, false, rows, d, cols, T(1), s.data(), cols, head.v.row(j0), head.v.ld, T(1), acc.data(), d);
+      }
+      for (int64_t r = 0; r < rows; ++r) {
+        const int64_t i = i0 + r;
+        T* o = out + ((b * T_ + i) * shape.heads + h) * d;
+        const T inverse = row_sum[r] > 0 ? T(1) / row_sum[r] : T(0);
+        const T* a = acc.data() + r * d;
+#pragma omp simd
+        for (int64_t e = 0; e < d; ++e) o[e] = a[e] * inverse;
+        lse[bh * T_ + i] = row_sum[r] > 0 ? row_max[r] + std::log(row_sum[r]) : kMinusInfinity<T>;
+      }
+    }
+  });
+}
+
+// Adds the score gradients ds [rows, cols] of the tile to the band gradients: the query band's row i, and
+// the key band's entries (through key_first_grad / key_last_grad for the runs outside the band).
+template <typename T>
+void accumulate_band_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* ds,
+                           T* query_band_grad, T* key_band_grad, T* key_first_grad, T* key_last_grad) {
+  const int64_t n = shape.radius, w = shape.width;
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t i = i0 + r;
+    const T* row = ds + r * cols;
+    const BandSplit split = band_split(i, j0, cols, n);
+    if (query_band_grad != nullptr) {
+      T* g = query_band_grad + i * w;
+      T left = 0, right = 0;
+#pragma omp simd reduction(+ : left)
+      for (int64_t c = 0; c < split.left; ++c) left += row[c];
+#pragma omp simd reduction(+ : right)
+      for (int64_t c = split.right; c < cols; ++c) right += row[c];
+      g[0] += left;
+      g[2 * n] += right;
+      for (int64_t c = split.left; c < split.right; ++c) g[j0 + c - i + n] += row[c];
+    }
+    if (key_band_grad != nullptr) {
+#pragma omp simd
+      for (int64_t c = 0; c < split.left; ++c) key_last_grad[c] += row[c];
+#pragma omp simd
+      for (int64_t c = split.right; c < cols; ++c) key_first_grad[c] += row[c];
+      for (int64_t c = split.left; c < split.right; ++c) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += row[c];
+    }
+  }
+}
+
+template <typename T>
+void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const AttentionOutputs& forward,
+                    const Shape& shape, const MaskSummary& summary, AttentionGrads& grads) {
+  const int64_t T_ = shape.length, d = shape.head_size, n = shape.radius, w = shape.width;
+  const T scale = static_cast<T>(in.scale);
+  const bool dropout = in.dropout.p > 0;
+  const T* lse_all = forward.logsumexp.data_ptr<T>();
+  at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<T> s(kQueryTile * kKeyTile), ds(kQueryTile * kKeyTile), factor(dropout ? kQueryTile * kKeyTile : 0),
+        dropped(dropout ? kQueryTile * kKeyTile : 0);
+    std::vector<T> dk(kKeyTile * d), dv(kKeyTile * d), key_first(kKeyTile), key_last(kKeyTile),
+        key_first_grad(kKeyTile), key_last_grad(kKeyTile), delta(T_);
+    for (int64_t bh = begin; bh < end; ++bh) {
+      const int64_t b = bh / shape.heads, h = bh % shape.heads;
+      const Head<T> head = head_of<T>(in, shape, summary, b, h);
+      const Rows<T> dout = head_rows<T>(grad_out, b, h), out = head_rows<T>(forward.out, b, h);
+      const Rows<T> dq = head_rows<T>(grads.q, b, h), dk_rows = head_rows<T>(grads.k, b, h),
+                    dv_rows = head_rows<T>(grads.v, b, h);
+      const T* lse = lse_all + bh * T_;
+      T* query_band_grad = grads.query_band.defined() ? grads.query_band.data_ptr<T>() + bh * T_ * w : nullptr;
+      T* key_band_grad = grads.key_band.defined() ? grads.key_band.data_ptr<T>() + bh * T_ * w : nullptr;
+      for (int64_t i = 0; i < T_; ++i) {  // delta_i = dO_i . O_i = sum_j p_ij z_ij dP_ij
+        const T* a = dout.row(i);
+        const T* o = out.row(i);
+        T sum = 0;
+#pragma omp simd reduction(+ : sum)
+        for (int64_t e = 0; e < d; ++e) sum += a[e] * o[e];
+        delta[i] = sum;
+      }
+      for (int64_t tile = 0; tile < summary.tiles; ++tile) {
+        if (skip_key_tile(head, summary, b, tile)) continue;  // their dK and dV stay zero
+        const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
+        std::fill(dk.begin(), dk.end(), T(0));
+        std::fill(dv.begin(), dv.end(), T(0));
+        std::fill(key_first_grad.begin(), key_first_grad.end(), T(0));
+        std::fill(key_last_grad.begin(), key_last_grad.end(), T(0));
+        for (int64_t i0 = 0; i0 < T_; i0 += kQueryTile) {
+          const int64_t rows = std::min(kQueryTile, T_ - i0);
+          tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), key_first.data(), key_last.data());
+          for (int64_t r = 0; r < rows; ++r) {  // probabilities from the saved log-sum-exp
+            exp_in_place(s.data() + r * cols, cols, lse[i0 + r]);
+          }
+          const T* used = s.data();  // p z / (1 - p): what multiplied V
+          if (dropout) {
+            dropout_factors(head, shape, in.dropout, i0, rows, j0, cols, factor.data());
+            for (int64_t e = 0; e < rows * cols; ++e) dropped[e] = s[e] * factor[e];
+            used = dropped.data();
+          }
+          gemm<T>(true, false, cols, d, rows, T(1), used, cols, dout.row(i0), dout.ld, T(1), dv.data(), d);
+          if (head.uniform) continue;  // constant scores: no gradient reaches q, k or the bands
+          gemm<T>(false, true, rows, cols, d, T(1), dout.row(i0), dout.ld, head.v.row(j0), head.v.ld, T(0), ds.data(),
+                  cols);
+          for (int64_t r = 0; r < rows; ++r) {  // ds = p (dP z / (1 - p) - delta)
+            T* g = ds.data() + r * cols;
+            const T* p = s.data() + r * cols;
+            const T* f = dropout ? factor.data() + r * cols : nullptr;
+            const T delta_i = delta[i0 + r];
+            if (f != nullptr) {
+#pragma omp simd
+              for (int64_t c = 0; c < cols; ++c) g[c] = p[c] * (g[c] * f[c] - delta_i);
+            } else {
+#pragma omp simd
+              for (int64_t c = 0; c < cols; ++c) g[c] = p[c] * (g[c] - delta_i);
+            }
+          }
+          accumulate_band_grads(shape, i0, rows, j0, cols, ds.data(), query_band_grad, key_band_grad,
+                                key_first_grad.data(), key_last_grad.data());
+          gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
+                  dq.ld);
+          gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1), dk.data(), d);
+        }
+        for (int64_t c = 0; c < cols; ++c) {
+          std::copy(dk.data() + c * d, dk.data() + (c + 1) * d, dk_rows.row(j0 + c));
+          std::copy(dv.data() + c * d, dv.data() + (c + 1) * d, dv_rows.row(j0 + c));
+          if (key_band_grad != nullptr) {
+            key_band_grad[(j0 + c) * w] += key_first_grad[c];
+            key_band_grad[(j0 + c) * w + 2 * n] += key_last_grad[c];
+          }
+        }
+      }
+    }
+  });
+}
+
+Shape shape_of(const AttentionInputs& in) {
+  return {in.q.size(0), in.q.size(1), in.q.size(2), in.q.size(3), in.radius, 2 * in.radius + 1};
+}
+
+// [B, N, T, d] viewed on [B, T, N, d] storage, zeroed.
+at::Tensor heads_last_zeros(const at::Tensor& like) {
+  return at::zeros({like.size(0), like.size(2), like.size(1), like.size(3)}, like.options()).transpose(1, 2);
+}
+
+}  // namespace
+
+AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
+  const Shape shape = shape_of(in);
+  const MaskSummary summary = summarise_mask(in.key_mask, shape);
+  AttentionOutputs result;
+  result.out = at::empty({shape.batch, shape.length, shape.heads, shape.head_size}, in.q.options()).transpose(1, 2);
+  result.logsumexp = at::empty({shape.batch, shape.heads, shape.length}, in.q.options());
+  AT_DISPATCH_FLOATING_TYPES(in.q.scalar_type(), "relative_attention_forward_cpu",
+                             [&] { forward_typed<scalar_t>(in, shape, summary, result); });
+  return result;
+}
+
+AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
+                                           const AttentionOutputs& forward) {
+  const Shape shape = shape_of(in);
+  const MaskSummary summary = summarise_mask(in.key_mask, shape);
+  AttentionGrads grads;
+  grads.q = heads_last_zeros(in.q);
+  grads.k = heads_last_zeros(in.k);
+  grads.v = heads_last_zeros(in.v);
+  if (in.query_band.defined()) grads.query_band = at::zeros_like(in.query_band);
+  if (in.key_band.defined()) grads.key_band = at::zeros_like(in.key_band);
+  AT_DISPATCH_FLOATING_TYPES(in.q.scalar_type(), "relative_attention_backward_cpu",
+                             [&] { backward_typed<scalar_t>(grad_out, in, forward, shape, summary, grads); });
+  return grads;
+}
+
+}  // namespace cabert::kernels::cpu

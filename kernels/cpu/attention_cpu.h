@@ -1,0 +1,19 @@
+// The fused CPU kernel of attention with banded relative-position biases (kernels/attention_kernels.h has the
+// formula and the contract). Inputs arrive checked (kernels/attention_kernels.cc): q, k, v [B, N, T, d] of
+// one dtype (float or double) with a contiguous last dimension, bands contiguous [B, N, T, 2n+1] or undefined,
+// key_mask contiguous [B, T] bool or undefined.
+//
+// Memory: per thread, one query tile of scores and accumulators; nothing T x T. The forward runs the
+// (batch, head, query tile) triples in parallel; the backward runs (batch, head) pairs in parallel, each
+// walking key tiles (accumulating their dK, dV) and, inside, query tiles (accumulating dQ rows it owns).
+#pragma once
+
+#include "kernels/attention_kernels.h"
+
+namespace cabert::kernels::cpu {
+
+AttentionOutputs relative_attention_forward(const AttentionInputs& in);
+AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
+                                           const AttentionOutputs& forward);
+
+}  // namespace cabert::kernels::cpu

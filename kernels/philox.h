@@ -1,0 +1,58 @@
+// Counter-based random numbers for attention dropout: Philox4x32-10 (Salmon et al., "Parallel random
+// numbers: as easy as 1, 2, 3", SC'11), the generator PyTorch and cuRAND use on CUDA. A number is a pure
+// function of (seed, offset, index), so the backward regenerates the forward's dropout mask instead of
+// storing it, every kernel (CPU, CUDA, the reference) draws the same mask, and a run is reproducible.
+//
+// The scheme (kernels/attention_kernels.h): element (b, h, i, j) of a [B, N, T, T] probability matrix has
+// index ((b N + h) T + i) T + j; Philox is run with key = seed (two 32-bit words) and counter
+// (index / 4 as two words, offset as two words), and word index % 4 of its output u is the element's draw;
+// the element is kept when (u >> 8) / 2^24 >= p. The seed and offset come from the caller's torch
+// generator once per call (lib/ops/attention_ops.cc).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/conv_math.h"  // CABERT_HOST_DEVICE
+
+namespace cabert::kernels::philox {
+
+struct Words {
+  uint32_t w[4];
+};
+
+CABERT_HOST_DEVICE uint32_t mul_hi(uint32_t a, uint32_t b) {
+  return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
+}
+
+// Philox4x32 with 10 rounds (the constants of the paper and of Random123).
+CABERT_HOST_DEVICE Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
+  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u, kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+  for (int round = 0; round < 10; ++round) {
+    const uint32_t hi0 = mul_hi(kMul0, c0), lo0 = kMul0 * c0;
+    const uint32_t hi1 = mul_hi(kMul1, c2), lo1 = kMul1 * c2;
+    const uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;
+    c0 = n0;
+    c1 = lo1;
+    c2 = n2;
+    c3 = lo0;
+    k0 += kWeyl0;
+    k1 += kWeyl1;
+  }
+  return Words{{c0, c1, c2, c3}};
+}
+
+// The four draws of counter block index / 4 (elements 4 * block .. 4 * block + 3).
+CABERT_HOST_DEVICE Words block(uint64_t seed, uint64_t offset, uint64_t block_index) {
+  return philox4x32_10(static_cast<uint32_t>(block_index), static_cast<uint32_t>(block_index >> 32),
+                       static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
+                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+}
+
+// A draw as a uniform number in [0, 1) with 24 bits, exact in float.
+CABERT_HOST_DEVICE float uniform(uint32_t word) { return static_cast<float>(word >> 8) * (1.0f / 16777216.0f); }
+
+CABERT_HOST_DEVICE bool keep(uint64_t seed, uint64_t offset, uint64_t index, float p) {
+  return uniform(block(seed, offset, index >> 2).w[index & 3]) >= p;
+}
+
+}  // namespace cabert::kernels::philox

@@ -1,0 +1,132 @@
+#include "lib/ops/attention_ops.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include <mutex>
+
+#include "kernels/attention_kernels.h"
+#include "kernels/reference/attention_reference.h"
+#include "lib/ops/kernel_path.h"
+#include "lib/ops/mixed_precision.h"
+#include "lib/ops/optional_tensor.h"
+
+namespace cabert::ops {
+namespace {
+
+using torch::autograd::AutogradContext;
+using torch::autograd::variable_list;
+
+// One Philox stream per call, seeded from the default CPU generator (so --seed makes runs reproducible on
+// every device); the backward regenerates the same mask from it.
+kernels::DropoutDraw draw_dropout(double p) {
+  kernels::DropoutDraw draw;
+  draw.p = p;
+  if (p > 0) {
+    at::Generator generator = at::detail::getDefaultCPUGenerator();
+    std::lock_guard<std::mutex> lock(generator.mutex());
+    draw.seed = at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
+  }
+  return draw;
+}
+
+struct Bands {
+  torch::Tensor query, key;  // [B, N, T, 2n+1] or undefined
+};
+
+Bands relative_bands(const torch::Tensor& q, const torch::Tensor& k, const RelativePositionTerms& relative,
+                     double scale) {
+  Bands bands;
+  const int64_t B = q.size(0), N = q.size(1), T = q.size(2), width = 2 * relative.radius + 1;
+  if (relative.query_weight.defined()) bands.query = torch::matmul(q, relative.query_weight.t()) * scale;
+  if (relative.beta.defined()) {
+    torch::Tensor beta = relative.beta.view({1, N, 1, width});
+    bands.query = bands.query.defined() ? bands.query + beta : beta.expand({B, N, T, width});
+  }
+  if (relative.key_weight.defined()) bands.key = torch::matmul(k, relative.key_weight.t()) * scale;
+  return bands;
+}
+
+kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                          const Bands& bands, const torch::Tensor& mask, int64_t radius,
+                                          double scale, const kernels::DropoutDraw& dropout) {
+  kernels::AttentionInputs in;
+  in.q = q;
+  in.k = k;
+  in.v = v;
+  in.query_band = bands.query;
+  in.key_band = bands.key;
+  in.key_mask = mask;
+  in.radius = radius;
+  in.scale = scale;
+  in.dropout = dropout;
+  return in;
+}
+
+// The fused CPU kernel with its own backward; saves q, k, v, the bands, the output and the row
+// log-sum-exp (linear in T), never a T x T tensor.
+struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAttentionFunction> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
+                               const torch::Tensor& v, const std::optional<torch::Tensor>& query_band,
+                               const std::optional<torch::Tensor>& key_band, const std::optional<torch::Tensor>& mask,
+                               int64_t radius, double scale, double dropout_p, int64_t seed) {
+    kernels::DropoutDraw dropout;
+    dropout.p = dropout_p;
+    dropout.seed = static_cast<uint64_t>(seed);
+    const Bands bands{query_band.value_or(torch::Tensor()), key_band.value_or(torch::Tensor())};
+    const torch::Tensor key_mask = mask.value_or(torch::Tensor());
+    kernels::AttentionOutputs result = kernels::relative_attention_forward(
+        attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout));
+    ctx->save_for_backward({q, k, v, bands.query, bands.key, key_mask, result.out, result.logsumexp});
+    ctx->saved_data["radius"] = radius;
+    ctx->saved_data["scale"] = scale;
+    ctx->saved_data["dropout_p"] = dropout_p;
+    ctx->saved_data["seed"] = seed;
+    return result.out;
+  }
+  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
+    const variable_list saved = ctx->get_saved_variables();
+    kernels::DropoutDraw dropout;
+    dropout.p = ctx->saved_data["dropout_p"].toDouble();
+    dropout.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
+    const kernels::AttentionInputs in =
+        attention_inputs(saved[0], saved[1], saved[2], Bands{saved[3], saved[4]}, saved[5],
+                         ctx->saved_data["radius"].toInt(), ctx->saved_data["scale"].toDouble(), dropout);
+    kernels::AttentionGrads grads =
+        kernels::relative_attention_backward(grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7]});
+    return {grads.q, grads.k, grads.v, grads.query_band, grads.key_band, torch::Tensor(), torch::Tensor(),
+            torch::Tensor(), torch::Tensor(), torch::Tensor()};
+  }
+};
+
+}  // namespace
+
+torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
+                                  double dropout_p, torch::Tensor* probabilities) {
+  const int64_t B = q.size(0), T = q.size(2);
+  const bool fused = kernel_path() == KernelPath::kFused && probabilities == nullptr;
+  if (fused && !relative.any()) {
+    const std::optional<torch::Tensor> attend = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
+    return at::scaled_dot_product_attention(q, k, v, attend, dropout_p, /*is_causal=*/false, scale);
+  }
+  if (fused && q.is_cpu() && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
+    FloatRegion region;
+    RelativePositionTerms relative32{to_float32(relative.query_weight), to_float32(relative.beta),
+                                     to_float32(relative.key_weight), relative.radius};
+    return composite_attention(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout_p);
+  }
+  const Bands bands = relative_bands(q, k, relative, scale);
+  if (!fused || !q.is_cpu()) {
+    const kernels::AttentionInputs in =
+        attention_inputs(q, k, v, bands, mask, relative.radius, scale, draw_dropout(fused ? 0 : dropout_p));
+    if (!fused) return kernels::reference::relative_attention(in, probabilities);
+    // CUDA: the relative terms as SDPA's additive bias (PyTorch's memory-efficient kernel, its dropout).
+    torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());
+    return at::scaled_dot_product_attention(q, k, v, bias, dropout_p, /*is_causal=*/false, scale);
+  }
+  return RelativeAttentionFunction::apply(q, k, v, optional_tensor(bands.query), optional_tensor(bands.key),
+                                          optional_tensor(mask), relative.radius, scale, dropout_p,
+                                          static_cast<int64_t>(draw_dropout(dropout_p).seed));
+}
+
+}  // namespace cabert::ops

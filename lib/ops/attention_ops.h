@@ -1,0 +1,43 @@
+// Self-attention of the BERT-style encoders, with or without Chang et al.'s relative-position terms
+// (composite attention, SPEC.md section 2; formula in kernels/attention_kernels.h):
+//
+//   s_ij = q_i.k_j / sqrt(d) + q_i.W^C[r(i, j)] / sqrt(d) + beta_h[r(i, j)] + k_j.W^K'[r(j, i)] / sqrt(d)
+//
+// with r = clamp(j - i, -n, n) + n, a softmax over the real keys, dropout on the probabilities, times V.
+// One dispatch point:
+//   - `--kernels reference`, or when the caller wants the probabilities (the pictures): plain ATen with the
+//     T x T matrix (kernels/reference/attention_reference.h);
+//   - fused, no relative terms: at::scaled_dot_product_attention (PyTorch's own flash / memory-efficient
+//     kernels on CPU and CUDA);
+//   - fused, relative terms, CPU: the tiled kernel of kernels/cpu (online softmax, nothing T x T, Philox
+//     dropout regenerated in the backward);
+//   - fused, relative terms, CUDA: at::scaled_dot_product_attention with the relative terms as an additive
+//     float bias (its memory-efficient kernel supports a bias and its gradient; the bias is the one T x T
+//     tensor), until a CUDA twin of the tiled kernel exists.
+// The relative terms enter as [B, N, T, 2n+1] bands computed here with ATen (linear in T), so their
+// weights' gradients come from autograd. Under autocast (--amp) the relative path runs in float32, like the
+// convolution ops (lib/ops/mixed_precision.h); the plain path runs SDPA under autocast.
+#pragma once
+
+#include <torch/torch.h>
+
+#include <cstdint>
+
+namespace cabert::ops {
+
+struct RelativePositionTerms {
+  torch::Tensor query_weight;  // W^C [2n+1, d] or undefined
+  torch::Tensor beta;          // [N, 2n+1] or undefined
+  torch::Tensor key_weight;    // W^K' [2n+1, d] or undefined
+  int64_t radius = 0;          // n
+  bool any() const { return query_weight.defined() || beta.defined() || key_weight.defined(); }
+};
+
+// q, k, v [B, N, T, d]; mask [B, T] bool (true = real key) or undefined; dropout_p > 0 only in training.
+// Returns the context [B, N, T, d] (on the fused CPU path stored heads-last, so transpose(1, 2) is free).
+// `probabilities`, when not null, receives the softmax [B, N, T, T] before dropout (reference path).
+torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
+                                  double dropout_p, torch::Tensor* probabilities = nullptr);
+
+}  // namespace cabert::ops

@@ -1,0 +1,248 @@
+// Composite attention (lib/ops/attention_ops.h): the fused tiled CPU kernel against the plain-ATen reference,
+// forward and every gradient (q, k, v, W^C, beta, W^K'), in double, over every combination of relative terms,
+// radii inside and beyond T, padding masks, dropout (the same Philox mask both ways), and lengths that are not
+// a multiple of either tile (64 queries, 128 keys); finite differences on tiny shapes; float agreement; the
+// Philox generator against its published known-answer vectors; argument errors.
+#include <gtest/gtest.h>
+
+#include "kernels/attention_kernels.h"
+#include "kernels/philox.h"
+#include "lib/core/errors.h"
+#include "lib/ops/attention_ops.h"
+#include "lib/ops/memory_meter.h"
+#include "tests/kernels/conv_test_util.h"
+
+namespace cabert {
+namespace {
+
+using ops::KernelPath;
+using testing::Op;
+using testing::OpRun;
+using testing::run_on_path;
+
+torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
+
+// Random123's known-answer vectors for philox4x32-10 (kat_vectors): counter, key -> output.
+TEST(Philox, MatchesPublishedKnownAnswers) {
+  auto words = kernels::philox::philox4x32_10(0, 0, 0, 0, 0, 0);
+  EXPECT_EQ(words.w[0], 0x6627e8d5u);
+  EXPECT_EQ(words.w[1], 0xe169c58du);
+  EXPECT_EQ(words.w[2], 0xbc57ac4cu);
+  EXPECT_EQ(words.w[3], 0x9b00dbd8u);
+  words = kernels::philox::philox4x32_10(0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu);
+  EXPECT_EQ(words.w[0], 0x408f276du);
+  EXPECT_EQ(words.w[1], 0x41c83b0eu);
+  EXPECT_EQ(words.w[2], 0xa20bc7c6u);
+  EXPECT_EQ(words.w[3], 0x6d5451fdu);
+  words = kernels::philox::philox4x32_10(0x243f6a88u, 0x85a308d3u, 0x13198a2eu, 0x03707344u, 0xa4093822u, 0x299f31d0u);
+  EXPECT_EQ(words.w[0], 0xd16cfe09u);
+  EXPECT_EQ(words.w[1], 0x94fdccebu);
+  EXPECT_EQ(words.w[2], 0x5001e420u);
+  EXPECT_EQ(words.w[3], 0x24126ea1u);
+}
+
+TEST(Philox, DropoutMaskKeepsOneMinusPAndDependsOnTheSeed) {
+  kernels::DropoutDraw draw;
+  draw.p = 0.3;
+  draw.seed = 1234;
+  at::Tensor keep = kernels::attention_dropout_keep(2, 3, 100, draw);
+  const double kept = keep.to(torch::kDouble).mean().item<double>();
+  EXPECT_NEAR(kept, 0.7, 0.01);  // 60,000 draws: standard error 0.002
+  EXPECT_TRUE(torch::equal(keep, kernels::attention_dropout_keep(2, 3, 100, draw)));
+  draw.seed = 1235;
+  EXPECT_FALSE(torch::equal(keep, kernels::attention_dropout_keep(2, 3, 100, draw)));
+}
+
+// Which relative terms a case has: W^C (q), beta (b), W^K' (k).
+struct Terms {
+  bool query, beta, key;
+  std::string name() const {
+    return std::string(query ? "q" : "") + (beta ? "b" : "") + (key ? "k" : "") + (query || beta || key ? "" : "none");
+  }
+};
+
+struct AttentionCase {
+  int64_t batch, heads, length, head_size, radius;
+  Terms terms;
+  bool masked;
+  double dropout;
+  std::string name() const {
+    return "B=" + std::to_string(batch) + " T=" + std::to_string(length) + " d=" + std::to_string(head_size) +
+           " n=" + std::to_string(radius) + " " + terms.name() + (masked ? " masked" : "") +
+           (dropout > 0 ? " dropout" : "");
+  }
+};
+
+// A real prefix of a different length per batch element (the last fully real) and a hole in the first.
+torch::Tensor ragged_mask(int64_t batch, int64_t length) {
+  auto mask = torch::ones({batch, length}, torch::kBool);
+  for (int64_t b = 0; b + 1 < batch; ++b) {
+    mask.index_put_({b, torch::indexing::Slice(std::max<int64_t>(1, length * 2 / 3 - b), torch::indexing::None)},
+                    false);
+  }
+  if (length >= 4) mask.index_put_({0, 1}, false);
+  return mask;
+}
+
+// Inputs: q, k, v, then the defined relative weights in the order W^C, beta, W^K'.
+struct AttentionProblem {
+  AttentionCase c;
+  torch::Tensor mask;
+  std::vector<torch::Tensor> inputs;
+  Op op;
+};
+
+AttentionProblem make_problem(const AttentionCase& c, torch::Dtype dtype = torch::kDouble) {
+  AttentionProblem problem{c, c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor(), {}, {}};
+  const auto options = torch::TensorOptions().dtype(dtype);
+  const int64_t width = 2 * c.radius + 1;
+  for (int i = 0; i < 3; ++i) problem.inputs.push_back(torch::randn({c.batch, c.heads, c.length, c.head_size}, options));
+  if (c.terms.query) problem.inputs.push_back(torch::randn({width, c.head_size}, options));
+  if (c.terms.beta) problem.inputs.push_back(torch::randn({c.heads, width}, options));
+  if (c.terms.key) problem.inputs.push_back(torch::randn({width, c.head_size}, options));
+  const torch::Tensor mask = problem.mask;
+  problem.op = [c, mask](const std::vector<torch::Tensor>& in) {
+    ops::RelativePositionTerms relative;
+    relative.radius = c.radius;
+    size_t next = 3;
+    if (c.terms.query) relative.query_weight = in[next++];
+    if (c.terms.beta) relative.beta = in[next++];
+    if (c.terms.key) relative.key_weight = in[next++];
+    torch::manual_seed(99);  // the dropout draw: the same seed on both paths
+    return ops::composite_attention(in[0], in[1], in[2], relative, mask, 0.37, c.dropout);
+  };
+  return problem;
+}
+
+void expect_same(const OpRun& fused, const OpRun& reference, const std::string& where, double tolerance) {
+  ASSERT_EQ(fused.out.sizes(), reference.out.sizes()) << where;
+  EXPECT_TRUE(torch::allclose(fused.out, reference.out, tolerance, tolerance))
+      << where << "\nmax diff " << (fused.out - reference.out).abs().max().item<double>();
+  ASSERT_EQ(fused.grads.size(), reference.grads.size());
+  for (size_t i = 0; i < fused.grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(fused.grads[i], reference.grads[i], tolerance, tolerance))
+        << where << " gradient of input " << i << "\nmax diff "
+        << (fused.grads[i] - reference.grads[i]).abs().max().item<double>();
+  }
+}
+
+void expect_fused_matches_reference(const AttentionCase& c, double tolerance = 1e-10) {
+  AttentionProblem problem = make_problem(c);
+  auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
+  expect_same(run_on_path(KernelPath::kFused, problem.op, problem.inputs, probe),
+              run_on_path(KernelPath::kReference, problem.op, problem.inputs, probe), c.name(), tolerance);
+}
+
+const std::vector<Terms> kRelativeTerms = {{true, false, false}, {false, true, false}, {true, true, false},
+                                           {false, false, true}, {true, true, true}};
+
+TEST(FusedAttention, EveryRelativeVariantMatchesReference) {
+  torch::manual_seed(21);
+  for (const Terms& terms : kRelativeTerms)
+    for (int64_t length : {1, 2, 7, 70})
+      for (int64_t radius : {0, 3, 80})
+        for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 5, radius, terms, masked, 0});
+}
+
+// Tiles: 64 queries x 128 keys; 200 and 300 leave partial tiles of both, 128 is exactly one key tile; the
+// mask of batch element 0 empties whole key tiles at 300.
+TEST(FusedAttention, LengthsAcrossTilesMatchReference) {
+  torch::manual_seed(22);
+  for (int64_t length : {64, 128, 200, 300})
+    for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 4, {true, true, true}, masked, 0});
+}
+
+TEST(FusedAttention, DropoutUsesTheSameMaskBothWays) {
+  torch::manual_seed(23);
+  for (int64_t length : {3, 70, 200})
+    for (bool masked : {false, true}) expect_fused_matches_reference({2, 3, length, 4, 5, {true, true, true}, masked, 0.3});
+}
+
+// Without relative terms the fused path is PyTorch's SDPA, without the Philox mask: checked without dropout.
+TEST(FusedAttention, PlainAttentionThroughSdpaMatchesReference) {
+  torch::manual_seed(24);
+  for (int64_t length : {1, 9, 130})
+    for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 0, {false, false, false}, masked, 0});
+}
+
+TEST(FusedAttention, GradientsMatchFiniteDifferences) {
+  torch::manual_seed(25);
+  for (double dropout : {0.0, 0.4}) {
+    AttentionProblem problem = make_problem({2, 2, 5, 3, 1, {true, true, true}, true, dropout});
+    auto probe = torch::randn({2, 2, 5, 3}, f64());
+    ops::ScopedKernelPath fused(KernelPath::kFused);
+    EXPECT_LT(testing::max_finite_difference_error(problem.op, problem.inputs, probe), 1e-7) << "dropout " << dropout;
+  }
+}
+
+TEST(FusedAttention, FloatAgreesWithDoubleReference) {
+  torch::manual_seed(26);
+  AttentionCase c{2, 4, 300, 32, 8, {true, true, true}, true, 0.1};
+  AttentionProblem problem = make_problem(c);
+  std::vector<torch::Tensor> as_float;
+  for (const auto& t : problem.inputs) as_float.push_back(t.to(torch::kFloat));
+  auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
+  OpRun fused = run_on_path(KernelPath::kFused, problem.op, as_float, probe.to(torch::kFloat));
+  OpRun reference = run_on_path(KernelPath::kReference, problem.op, problem.inputs, probe);
+  EXPECT_TRUE(torch::allclose(fused.out.to(torch::kDouble), reference.out, 1e-4, 1e-4))
+      << (fused.out.to(torch::kDouble) - reference.out).abs().max().item<double>();
+  for (size_t i = 0; i < fused.grads.size(); ++i) {
+    const double scale = reference.grads[i].abs().max().item<double>();
+    EXPECT_LT((fused.grads[i].to(torch::kDouble) - reference.grads[i]).abs().max().item<double>(), 1e-4 * scale)
+        << "gradient of input " << i;
+  }
+}
+
+// A batch element whose keys are all padding attends uniformly (what the reference's bias gives).
+TEST(FusedAttention, NoRealKeyAttendsUniformly) {
+  auto q = torch::randn({2, 1, 6, 4}, f64()), k = torch::randn({2, 1, 6, 4}, f64()), v = torch::randn({2, 1, 6, 4}, f64());
+  auto mask = torch::ones({2, 6}, torch::kBool);
+  mask.index_put_({0}, false);
+  ops::RelativePositionTerms relative{torch::randn({3, 4}, f64()), torch::randn({1, 3}, f64()), {}, 1};
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  auto out = ops::composite_attention(q, k, v, relative, mask, 0.5, 0);
+  EXPECT_TRUE(torch::allclose(out[0][0], v[0][0].mean(0).expand({6, 4}), 1e-12, 1e-12));
+  ops::ScopedKernelPath reference(KernelPath::kReference);
+  EXPECT_TRUE(torch::allclose(out, ops::composite_attention(q, k, v, relative, mask, 0.5, 0), 1e-10, 1e-10));
+}
+
+// Linear memory: at T = 4096 the score matrix of one head alone would be 64 MiB in float.
+TEST(FusedAttention, NeverAllocatesTheScoreMatrix) {
+  const int64_t T = 4096;
+  auto q = torch::randn({1, 1, T, 16}).requires_grad_(), k = torch::randn({1, 1, T, 16}).requires_grad_(),
+       v = torch::randn({1, 1, T, 16}).requires_grad_();
+  ops::RelativePositionTerms relative{torch::randn({9, 16}).requires_grad_(), torch::randn({1, 9}).requires_grad_(),
+                                      torch::randn({9, 16}).requires_grad_(), 4};
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  ops::install_cpu_memory_meter();
+  ops::PeakMemoryScope meter;
+  auto out = ops::composite_attention(q, k, v, relative, {}, 0.25, 0.1);
+  out.sum().backward();
+  EXPECT_LT(meter.peak_extra_bytes(), int64_t{8} << 20) << "peak " << meter.peak_extra_bytes();
+  EXPECT_TRUE(q.grad().defined() && relative.key_weight.grad().defined());
+}
+
+TEST(FusedAttention, BadArgumentsAreUsageErrors) {
+  kernels::AttentionInputs in;
+  in.q = torch::randn({1, 2, 5, 4});
+  in.k = in.q;
+  in.v = torch::randn({1, 2, 6, 4});
+  try {
+    kernels::relative_attention_forward(in);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "relative_attention: expected v of shape [1, 2, 5, 4] (as q), got [1, 2, 6, 4]");
+  }
+  in.v = in.q;
+  in.radius = 2;
+  in.query_band = torch::randn({1, 2, 5, 4});
+  try {
+    kernels::relative_attention_forward(in);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "relative_attention: expected query_band of shape [1, 2, 5, 5], got [1, 2, 5, 4]");
+  }
+}
+
+}  // namespace
+}  // namespace cabert
