@@ -193,6 +193,22 @@ TEST(FusedAttention, FloatAgreesWithDoubleReference) {
   }
 }
 
+// Threads split the work without splitting any sum: one or two threads give bitwise the same results.
+TEST(FusedAttention, ResultsDoNotDependOnTheThreadCount) {
+  torch::manual_seed(27);
+  AttentionCase c{2, 3, 300, 16, 6, {true, true, true}, true, 0.2};
+  AttentionProblem problem = make_problem(c, torch::kFloat);
+  auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size});
+  const int previous = at::get_num_threads();
+  at::set_num_threads(1);
+  OpRun one = run_on_path(KernelPath::kFused, problem.op, problem.inputs, probe);
+  at::set_num_threads(2);
+  OpRun two = run_on_path(KernelPath::kFused, problem.op, problem.inputs, probe);
+  at::set_num_threads(previous);
+  EXPECT_TRUE(torch::equal(one.out, two.out));
+  for (size_t i = 0; i < one.grads.size(); ++i) EXPECT_TRUE(torch::equal(one.grads[i], two.grads[i])) << "input " << i;
+}
+
 // A batch element whose keys are all padding attends uniformly (what the reference's bias gives).
 TEST(FusedAttention, NoRealKeyAttendsUniformly) {
   auto q = torch::randn({2, 1, 6, 4}, f64()), k = torch::randn({2, 1, 6, 4}, f64()), v = torch::randn({2, 1, 6, 4}, f64());

@@ -1,0 +1,74 @@
+"""Training-step time of a Hugging Face masked-LM model, the public baseline of `cabert bench --model`.
+
+    hf_model_step.py HF_DIR --seq 128,512 [--batch 8] [--threads 2] [--repeats 3] [--warmup 1]
+
+HF_DIR is a `cabert export` of a cabert checkpoint (config.json + model.safetensors), so the architecture is
+exactly the preset's; loaded with transformers' AutoModelForMaskedLM (ConvBertForMaskedLM for convbert-*), in
+training mode (dropout on, as cabert's bench). A step is what `cabert bench --model` times: zero_grad, forward
+with labels (15% of positions predicted, position 1 always), cross-entropy, backward, AdamW(lr 1e-4) step, on
+random ids in [5, vocab) with segments 0 | 1 halves. Prints one JSON object per length: median, quartiles,
+min and max in ms, tokens per second.
+"""
+import argparse
+import json
+import statistics
+import time
+
+import torch
+import transformers
+
+
+def int_list(text):
+    return [int(part) for part in text.split(",") if part]
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("hf_dir")
+    parser.add_argument("--seq", type=int_list, default=[128, 512])
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1)
+    args = parser.parse_args()
+    torch.set_num_threads(args.threads)
+    torch.manual_seed(42)
+    model = transformers.AutoModelForMaskedLM.from_pretrained(args.hf_dir)
+    model.train()
+    vocab = model.config.vocab_size
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    for length in args.seq:
+        if length > model.config.max_position_embeddings:
+            raise SystemExit(f"--seq {length} exceeds max_position_embeddings {model.config.max_position_embeddings}")
+        ids = torch.randint(5, vocab, (args.batch, length))
+        segments = (torch.arange(length) >= length // 2).long().unsqueeze(0).expand(args.batch, length).contiguous()
+        attention_mask = torch.ones_like(ids)
+        selected = torch.rand(args.batch, length) < 0.15
+        selected[:, 1] = True
+        labels = torch.where(selected, ids, torch.full_like(ids, -100))
+
+        def step():
+            optimizer.zero_grad()
+            loss = model(input_ids=ids, token_type_ids=segments, attention_mask=attention_mask, labels=labels).loss
+            loss.backward()
+            optimizer.step()
+
+        for _ in range(args.warmup):
+            step()
+        times = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            step()
+            times.append((time.perf_counter() - start) * 1000)
+        times.sort()
+        quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
+        median = statistics.median(times)
+        print(json.dumps({"model": type(model).__name__, "hf_dir": args.hf_dir, "batch": args.batch, "seq": length,
+                          "threads": args.threads, "median_ms": round(median, 2), "q1_ms": round(quartiles[0], 2),
+                          "q3_ms": round(quartiles[2], 2), "min_ms": round(times[0], 2), "max_ms": round(times[-1], 2),
+                          "tokens_per_second": round(args.batch * length / (median / 1000), 1),
+                          "torch": torch.__version__, "transformers": transformers.__version__}), flush=True)
+
+
+if __name__ == "__main__":
+    main()
