@@ -14,6 +14,8 @@ struct GlobalOptions {
   int threads = 0;  // 0 = all cores
   uint64_t seed = 42;
   std::string log_level = "info";
+  std::string log_format = "text";
+  std::string log_file;
   bool quiet = false;
   uint64_t max_line_bytes = uint64_t{1} << 20;
 };

@@ -22,6 +22,7 @@
 #include "lib/io/record_file.h"
 #include "lib/tasks/glue.h"
 #include "lib/tasks/translation.h"
+#include "lib/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -341,7 +342,7 @@ void add_evaluate(CLI::App& app) {
   auto command = std::make_shared<EvaluateCommand>();
   CLI::App* sub = app.add_subcommand(
       "evaluate", "Score a fine-tuned checkpoint (metrics, predictions, GLUE submissions) or --summarize metrics");
-  sub->add_option("--model", command->model, "Fine-tuned checkpoint (best.cabert from `cabert finetune`)");
+  sub->add_option("--model", command->model, "Fine-tuned checkpoint (best.cabert from `cabert finetune`), or its directory");
   sub->add_option("--task", command->task,
                   "Task (default: the checkpoint's); an MNLI model can be scored on AX (diagnostic)");
   sub->add_option("--data", command->data, "Task file(s); a GLUE directory means its dev file(s)");
@@ -402,6 +403,7 @@ void add_evaluate(CLI::App& app) {
       run_summarize(*command);
       return;
     }
+    command->model = train::resolve_checkpoint_argument(command->model, "--model");
     run_evaluate(*command);
   });
 }

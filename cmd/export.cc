@@ -15,6 +15,7 @@
 #include "lib/pictures/kernel_pictures.h"
 #include "lib/pictures/sentence_pictures.h"
 #include "lib/text/tokenizer.h"
+#include "lib/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -121,7 +122,7 @@ void add_export(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "export", "Export a checkpoint to safetensors + config.json (Hugging Face classes where they exist), import "
                 "Hugging Face BERT / ELECTRA / ConvBERT models, draw the papers' pictures (PNG)");
-  command->add_option("--model", flags->model, "Checkpoint to export");
+  command->add_option("--model", flags->model, "Checkpoint to export, or a model directory (its best.cabert, else its newest checkpoint)");
   command->add_option("--from-hf", flags->from_hf,
                       "Import: a Hugging Face directory (config.json, model.safetensors, SentencePiece tokenizer)");
   command->add_option("-o,--output", flags->output, "Export: the directory to write; import: the checkpoint to write");
@@ -141,6 +142,7 @@ void add_export(CLI::App& app) {
       ->capture_default_str()->check(CLI::Range(1, 4096));
   command->callback([command, flags] {
     record_options(*command);
+    flags->model = train::resolve_checkpoint_argument(flags->model, "--model");
     run_export(*flags);
   });
 }

@@ -14,6 +14,7 @@
 #include "lib/core/log.h"
 #include "lib/dist/environment.h"
 #include "lib/tasks/table.h"
+#include "lib/train/checkpoint.h"
 #include "lib/train/finetune.h"
 #include "lib/train/translation_trainer.h"
 
@@ -104,7 +105,7 @@ void add_finetune(CLI::App& app) {
   auto& s = command->source;
   CLI::App* sub = app.add_subcommand(
       "finetune", "Fine-tune on GLUE, SQuAD or a generic classification/regression set (Chang et al. protocol)");
-  sub->add_option("--init", o.init, "Pre-training checkpoint whose encoder starts the run");
+  sub->add_option("--init", o.init, "Pre-training checkpoint whose encoder starts the run, or its model directory (newest checkpoint)");
   sub->add_option("--preset", o.preset, "Or: a preset name or .textproto, randomly initialised (no pre-training)");
   sub->add_option("--set", o.set_overrides, "Model config override a.b=value (repeatable)");
   sub->add_option("--init-from-task", o.init_from_task,
@@ -191,6 +192,9 @@ void add_finetune(CLI::App& app) {
   add_distributed_flags(sub, command->distributed);
   sub->callback([sub, command] {
     record_options(*sub);
+    command->options.init = train::resolve_checkpoint_argument(command->options.init, "--init");
+    command->options.init_from_task = train::resolve_checkpoint_argument(command->options.init_from_task,
+                                                                         "--init-from-task");
     auto& options = command->options;
     auto& source = command->source;
     options.device = apply_compute_flags(command->compute);

@@ -40,9 +40,16 @@ void record_options(const CLI::App& command) {
 
 namespace {
 
-void apply_global_options() {
+void apply_global_options(CLI::App& app) {
   auto& global = global_options();
   set_log_level(parse_log_level(global.log_level));
+  set_log_format(parse_log_format(global.log_format));
+  std::string subcommand;
+  for (CLI::App* sub = &app; !sub->get_subcommands().empty();) {
+    sub = sub->get_subcommands().front();
+    subcommand += (subcommand.empty() ? "" : " ") + sub->get_name();
+  }
+  set_log_subcommand(subcommand);
   set_quiet(global.quiet);
   if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
   if (global.max_line_bytes == 0) throw UsageError("--max-line-bytes: expected a positive byte count");
@@ -58,6 +65,8 @@ void apply_global_options() {
     set_log_source(str("cabert[rank ", env.rank, "]"));
     if (env.rank != 0) set_quiet(true);  // rank 0 reports progress; every rank reports errors
   }
+  // In a data-parallel job every rank but 0 writes its own FILE.rank<R>.
+  set_log_file(global.log_file.empty() || env.rank == 0 ? global.log_file : str(global.log_file, ".rank", env.rank));
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   int threads = global.threads > 0 ? global.threads : std::max(1, cores / env.local_world_size);
   at::set_num_threads(std::max(threads, 1));
@@ -77,6 +86,11 @@ int run(int argc, char** argv) {
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
   app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();
   app.add_flag("-q,--quiet", global.quiet, "No progress lines or info messages");
+  app.add_option("--log-format", global.log_format,
+                 "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")
+      ->capture_default_str();
+  app.add_option("--log-file", global.log_file,
+                 "Also append every message and progress line to FILE (text lines with a UTC timestamp)");
   app.add_option("--max-line-bytes", global.max_line_bytes,
                  "Longest text or table line read into memory; a longer one is bad input")
       ->capture_default_str();
@@ -95,7 +109,7 @@ int run(int argc, char** argv) {
     sub->fallthrough();
     for (CLI::App* nested : sub->get_subcommands({})) nested->fallthrough();
   }
-  app.parse_complete_callback(apply_global_options);
+  app.parse_complete_callback([&app] { apply_global_options(app); });
 
   for (int i = 0; i < argc; ++i) run_context().argv.emplace_back(argv[i]);
   install_interrupt_handlers();
@@ -115,13 +129,13 @@ int main(int argc, char** argv) {
   try {
     return cabert::cmd::run(argc, argv);
   } catch (const cabert::Error& error) {
-    std::cerr << cabert::log_source() << ": error: " << error.what() << std::endl;
+    cabert::log_message(cabert::LogLevel::kError, error.what());
     return error.exit_code();
   } catch (const c10::Error& error) {
-    std::cerr << cabert::log_source() << ": error: " << error.what_without_backtrace() << std::endl;
+    cabert::log_message(cabert::LogLevel::kError, error.what_without_backtrace());
     return static_cast<int>(cabert::ExitCode::kRuntime);
   } catch (const std::exception& error) {
-    std::cerr << cabert::log_source() << ": error: " << error.what() << std::endl;
+    cabert::log_message(cabert::LogLevel::kError, error.what());
     return static_cast<int>(cabert::ExitCode::kRuntime);
   }
 }

@@ -4,7 +4,8 @@
 #   - LibTorch from PyPI's `torch` wheel, installed into the project's virtual environment (.venv);
 #   - a Release build in build/ (CUDA kernels when nvcc is found, CPU-only otherwise).
 # Environment: CABERT_VENV (default .venv), CABERT_BUILD_DIR (default build), CABERT_TORCH (default torch==2.15.0),
-# CABERT_JOBS (default: all cores), CABERT_SETUP_BUILD (default 1; 0 skips the build).
+# CABERT_JOBS (default: all cores), CABERT_SETUP_BUILD (default 1; 0 skips the build), CABERT_SETUP_TARGET (default
+# cabert: the binary only; all: the tests too).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -48,4 +49,6 @@ fi
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCABERT_PYTHON="$PWD/$venv/bin/python" >&2
 fi
-cmake --build "$build" -j "$jobs" >&2
+# CABERT_SETUP_TARGET (default: cabert, the binary alone, so the quick-start reaches its demo sooner;
+# scripts/test.sh asks for all, which adds the tests).
+cmake --build "$build" -j "$jobs" --target "${CABERT_SETUP_TARGET:-cabert}" >&2

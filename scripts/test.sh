@@ -3,6 +3,6 @@
 # Tests that read ../shared/data skip when it is absent.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
+CABERT_SETUP_TARGET=all bash scripts/setup.sh
 cd "${CABERT_BUILD_DIR:-build}"
 ctest --output-on-failure -j "${CABERT_JOBS:-$(nproc)}" "$@"

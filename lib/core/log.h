@@ -21,7 +21,30 @@ bool quiet();
 void set_log_source(const std::string& source);
 const std::string& log_source();
 
+// --log-format: text (the default: human lines; progress redrawn in place on a terminal) or json (one object
+// per line on stderr: time, level, source, subcommand, message, and for progress lines their fields).
+enum class LogFormat { kText, kJson };
+LogFormat parse_log_format(const std::string& name);  // "text" or "json"; UsageError otherwise
+void set_log_format(LogFormat format);
+LogFormat log_format();
+// --log-file: every message and progress line also goes to `path`, appended (a resumed run continues its log),
+// in the --log-format, text lines prefixed with a UTC timestamp. UsageError when it cannot be opened.
+void set_log_file(const std::string& path);
+// The subcommand JSON lines name ("pretrain", "tokenize train").
+void set_log_subcommand(const std::string& name);
+
 void log_message(LogLevel level, const std::string& message);
+
+// One progress line of lib/core/progress.h, with its fields for JSON.
+struct ProgressLine {
+  std::string label, unit, extra;  // extra: "loss 2.31, lr 0.001, ..." ("name number" pairs become fields)
+  uint64_t done = 0, total = 0;    // total 0: unknown
+  double rate = 0, elapsed_seconds = 0, eta_seconds = -1;  // eta < 0: unknown
+  bool final_line = false;
+};
+// Writes `text` (the human line, without the source prefix) or the JSON object to stderr, redrawing in place
+// when `redraw` (a terminal in text mode), and to the log file when `to_file`.
+void log_progress(const ProgressLine& line, const std::string& text, bool redraw, bool to_file);
 
 template <typename... Parts>
 void log_info(Parts&&... parts) {

@@ -38,18 +38,20 @@ std::string human_duration(double seconds) {
 
 Progress::Progress(std::string label, std::string unit, uint64_t total)
     : label_(std::move(label)), unit_(std::move(unit)), total_(total),
-      start_(std::chrono::steady_clock::now()), last_print_(start_), tty_(isatty(STDERR_FILENO) != 0) {}
+      start_(std::chrono::steady_clock::now()), last_print_(start_), last_file_line_(start_), tty_(isatty(STDERR_FILENO) != 0) {}
 
 Progress::~Progress() {
-  if (printed_ && !finished_ && tty_ && !quiet()) std::cerr << std::endl;
+  if (printed_ && !finished_ && redraws() && !quiet()) std::cerr << std::endl;
 }
+
+bool Progress::redraws() const { return tty_ && log_format() == LogFormat::kText; }
 
 void Progress::update(uint64_t done, const std::string& extra) {
   done_ = done;
   if (quiet()) return;
   auto now = std::chrono::steady_clock::now();
   double since = std::chrono::duration<double>(now - last_print_).count();
-  if (since < (tty_ ? 0.5 : 10.0)) return;
+  if (since < (redraws() ? 0.5 : 10.0)) return;
   last_print_ = now;
   print(false, extra);
 }
@@ -61,25 +63,35 @@ void Progress::finish(const std::string& extra) {
 }
 
 void Progress::print(bool final_line, const std::string& extra) {
-  double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const auto now = std::chrono::steady_clock::now();
+  double elapsed = std::chrono::duration<double>(now - start_).count();
   double rate = elapsed > 0 ? done_ / elapsed : 0.0;
-  std::string line = str(log_source(), ": ", label_, ": ", human_count(static_cast<double>(done_)), " ", unit_);
+  ProgressLine fields;
+  fields.label = label_;
+  fields.unit = unit_;
+  fields.extra = extra;
+  fields.done = done_;
+  fields.total = total_;
+  fields.rate = rate;
+  fields.elapsed_seconds = elapsed;
+  fields.final_line = final_line;
+  std::string line = str(label_, ": ", human_count(static_cast<double>(done_)), " ", unit_);
   if (total_ > 0 && !final_line) {
     line += str(" / ", human_count(static_cast<double>(total_)), " (",
                 static_cast<int>(100.0 * static_cast<double>(done_) / static_cast<double>(total_)), "%)");
   }
   line += str(", ", human_count(rate), " ", unit_, "/s");
   if (total_ > 0 && !final_line && rate > 0 && done_ <= total_) {
-    line += str(", ETA ", human_duration(static_cast<double>(total_ - done_) / rate));
+    fields.eta_seconds = static_cast<double>(total_ - done_) / rate;
+    line += str(", ETA ", human_duration(fields.eta_seconds));
   }
   if (final_line) line += str(", ", human_duration(elapsed));
   if (!extra.empty()) line += ", " + extra;
   printed_ = true;
-  if (tty_) {
-    std::cerr << "\r\033[K" << line << (final_line ? "\n" : "") << std::flush;
-  } else {
-    std::cerr << line << std::endl;
-  }
+  // The log file gets a line every 10 s and the last one, whatever the terminal's redraw rate.
+  const bool to_file = final_line || std::chrono::duration<double>(now - last_file_line_).count() >= 10.0;
+  if (to_file) last_file_line_ = now;
+  log_progress(fields, line, redraws(), to_file);
 }
 
 }  // namespace cabert

@@ -1,5 +1,6 @@
 // Progress lines on stderr for long jobs: count, rate and ETA. On a terminal the line is redrawn at most
-// every 0.5 s; otherwise (logs, CI) one line every 10 s. Silent with --quiet.
+// every 0.5 s; otherwise (logs, CI, --log-format json) one line every 10 s; a --log-file gets one every 10 s.
+// Silent with --quiet.
 #pragma once
 
 #include <chrono>
@@ -19,10 +20,11 @@ class Progress {
 
  private:
   void print(bool final_line, const std::string& extra);
+  bool redraws() const;  // a terminal in text mode: the line is redrawn in place
 
   std::string label_, unit_;
   uint64_t total_, done_ = 0;
-  std::chrono::steady_clock::time_point start_, last_print_;
+  std::chrono::steady_clock::time_point start_, last_print_, last_file_line_;
   bool tty_, finished_ = false, printed_ = false;
 };
 

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 #include "lib/io/checkpoint_file.h"
 
 namespace cabert::train {
@@ -47,6 +48,27 @@ std::vector<std::pair<int64_t, std::string>> list_checkpoints(const std::string&
   }
   std::sort(found.begin(), found.end());
   return found;
+}
+
+std::string resolve_checkpoint_argument(const std::string& path, const std::string& flag) {
+  if (path.empty() || !std::filesystem::is_directory(path)) return path;
+  const std::string best = (std::filesystem::path(path) / "best.cabert").string();
+  if (std::filesystem::is_regular_file(best)) {
+    log_info(flag, " ", path, ": using ", best);
+    return best;
+  }
+  const auto checkpoints = list_checkpoints(path);
+  for (auto it = checkpoints.rbegin(); it != checkpoints.rend(); ++it) {
+    try {
+      io::read_checkpoint_info(it->second);
+    } catch (const Error& error) {
+      log_warning(flag, " ", path, ": skipping ", it->second, ", which does not read back: ", error.what());
+      continue;
+    }
+    log_info(flag, " ", path, ": using ", it->second);
+    return it->second;
+  }
+  throw UsageError(str(flag, ": ", path, " is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert"));
 }
 
 }  // namespace cabert::train

@@ -1,0 +1,30 @@
+# A model directory wherever a checkpoint is expected (issue 17, part 5): finetune --init PRETRAIN_DIR takes its
+# newest checkpoint that reads back (a broken newer one is skipped with a warning), evaluate / export --model
+# FINETUNE_DIR take its best.cabert, and a directory with neither is a usage error naming the flag.
+source "$(dirname "$0")/lib.sh"
+train_tokenizer
+"$CABERT" -q build-corpus -m "$work/tok.model" -i "$sample/gutenberg/11-0.txt" --input-format gutenberg \
+  --max-length 32 -o "$work/corpus"
+"$CABERT" -q pretrain --preset bert-tiny-composite --corpus "$work/corpus" --model-dir "$work/pt" --steps 4 \
+  --batch-size 4 --save-every 2 --keep-checkpoints 2
+[ -s "$work/pt/checkpoint-00000004.cabert" ] || fail "pretrain wrote no step-4 checkpoint: $(ls "$work/pt")"
+printf 'not a checkpoint' > "$work/pt/checkpoint-00000009.cabert"   # a newer file that does not read back
+head -n 101 "$sample/SST-2/train.tsv" > "$work/train.tsv"
+head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
+"$CABERT" finetune --init "$work/pt" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" --epochs 1 \
+  --model-dir "$work/ft" > "$work/ft.out" 2> "$work/ft.err" || fail "finetune --init DIR: $(cat "$work/ft.err")"
+grep -q "skipping $work/pt/checkpoint-00000009.cabert, which does not read back" "$work/ft.err" \
+  || fail "no warning about the broken checkpoint: $(cat "$work/ft.err")"
+grep -q -- "--init $work/pt: using $work/pt/checkpoint-00000004.cabert" "$work/ft.err" \
+  || fail "finetune did not say which checkpoint it took: $(cat "$work/ft.err")"
+"$CABERT" evaluate --model "$work/ft" --data "$work/dev.tsv" > "$work/eval.out" 2> "$work/eval.err" \
+  || fail "evaluate --model DIR: $(cat "$work/eval.err")"
+grep -q -- "--model $work/ft: using $work/ft/best.cabert" "$work/eval.err" || fail "evaluate: $(cat "$work/eval.err")"
+"$CABERT" -q evaluate --model "$work/ft/best.cabert" --data "$work/dev.tsv" > "$work/eval-file.out"
+cmp -s "$work/eval.out" "$work/eval-file.out" || fail "evaluate of the directory and of best.cabert differ"
+"$CABERT" -q export --model "$work/ft" -o "$work/hf" || fail "export --model DIR failed"
+[ -s "$work/hf/model.safetensors" ] || fail "export --model DIR wrote no model.safetensors"
+mkdir -p "$work/empty"
+expect_exit 2 "--model: $work/empty is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert" \
+  "$CABERT" evaluate --model "$work/empty" --data "$work/dev.tsv"
+echo "model_directory: ok"
