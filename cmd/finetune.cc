@@ -188,6 +188,8 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--max-dev-examples", t.max_dev_examples, "Translation: score only the first N dev pairs (0 = all)")
       ->capture_default_str();
   sub->add_flag("--resume", t.resume, "Translation: continue from MODEL_DIR/last.cabert");
+  sub->add_flag("--allow-changed-options", t.allow_changed_options,
+                "Translation, with --resume: continue although options differ from the checkpoint's");
   add_compute_flags(sub, command->compute);
   add_distributed_flags(sub, command->distributed);
   sub->callback([sub, command] {

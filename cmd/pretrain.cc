@@ -126,6 +126,8 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints to keep")->capture_default_str();
   sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
+  sub->add_flag("--allow-changed-options", o.allow_changed_options,
+                "With --resume: continue although options differ from the checkpoint's (refused otherwise)");
   add_compute_flags(sub, flags->compute);
   add_distributed_flags(sub, flags->distributed);
   sub->add_flag("--amp", o.amp, "Mixed precision: bfloat16 autocast (CPU or CUDA); conv and relative-position ops run in float32");

@@ -26,6 +26,7 @@
 #include "lib/train/metrics_log.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_states.h"
+#include "lib/train/resume_options.h"
 #include "lib/train/update_guard.h"
 #include "lib/train/schedule.h"
 
@@ -175,6 +176,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
         throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
                              resumed->path));
       }
+      check_resume_options(resumed->path, options.allow_changed_options);
       log_info("pretrain: resuming from ", resumed->path, " at step ", step);
     }
   }

@@ -39,6 +39,7 @@ struct PretrainOptions {
   int64_t save_every = 1000;          // 0: only at the end
   int64_t keep_checkpoints = 3;
   bool resume = false;
+  bool allow_changed_options = false;  // --resume with options that differ from the checkpoint's
   std::string device = "cpu";
   bool amp = false;                   // bfloat16 autocast (CPU or CUDA), see lib/ops/mixed_precision.h
   uint64_t seed = 42;

@@ -26,6 +26,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/losses.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
 #include "lib/train/update_guard.h"
 
@@ -219,6 +220,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       throw UsageError(
           str("--resume: ", last_path, " holds another model config; resume with the same --preset/--set"));
     }
+    check_resume_options(last_path, options.allow_changed_options);
     io::restore_module(*model, last, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(last, "optimizer/"), last_path);
     const auto& m = last.info.metadata();

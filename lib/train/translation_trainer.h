@@ -46,6 +46,7 @@ struct TranslationTrainOptions {
   int dev_beam = 1;                           // dev translations: 1 = greedy
   uint64_t max_train_examples = 0, max_dev_examples = 0;  // 0 = all
   bool resume = false;
+  bool allow_changed_options = false;  // --resume with options that differ from the checkpoint's
   uint64_t seed = 42;
   std::string device = "cpu";
   std::function<void(int64_t update)> after_step;  // tests: called after every optimizer update
