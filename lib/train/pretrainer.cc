@@ -176,7 +176,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
         throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
                              resumed->path));
       }
-      check_resume_options(resumed->path, options.allow_changed_options);
+      check_resume_options(resumed->path, options.allow_changed_options, step >= options.steps);
       log_info("pretrain: resuming from ", resumed->path, " at step ", step);
     }
   }

@@ -48,7 +48,8 @@ std::string describe_changes(const std::vector<OptionChange>& changes) {
   return text;
 }
 
-std::vector<OptionChange> check_resume_options(const std::string& checkpoint_path, bool allow_changes) {
+std::vector<OptionChange> check_resume_options(const std::string& checkpoint_path, bool allow_changes,
+                                               bool nothing_left_to_train) {
   io::RecordReader reader(checkpoint_path);
   const auto& recorded = reader.header().options();
   const std::map<std::string, std::string> before(recorded.begin(), recorded.end());
@@ -62,6 +63,11 @@ std::vector<OptionChange> check_resume_options(const std::string& checkpoint_pat
     }
   }
   if (changes.empty()) return all;
+  if (nothing_left_to_train) {
+    log_warning("--resume: options differ from those that wrote ", checkpoint_path, ": ", describe_changes(changes),
+                "; the run is finished, so they change nothing");
+    return all;
+  }
   if (!allow_changes) {
     throw UsageError(str("--resume: options differ from those that wrote ", checkpoint_path, ": ",
                          describe_changes(changes), "; rerun with the same options, or pass --allow-changed-options "

@@ -28,6 +28,8 @@ std::string describe_changes(const std::vector<OptionChange>& changes);
 // Reads the checkpoint's recorded options and compares them with this run's (run_context().options): throws
 // a UsageError naming every change but the length unless `allow_changes`, in which case it warns; returns
 // every change.
-std::vector<OptionChange> check_resume_options(const std::string& checkpoint_path, bool allow_changes);
+// A finished run (`nothing_left_to_train`) only warns: resuming it trains nothing, so no option takes effect.
+std::vector<OptionChange> check_resume_options(const std::string& checkpoint_path, bool allow_changes,
+                                               bool nothing_left_to_train = false);
 
 }  // namespace cabert::train

@@ -220,7 +220,6 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       throw UsageError(
           str("--resume: ", last_path, " holds another model config; resume with the same --preset/--set"));
     }
-    check_resume_options(last_path, options.allow_changed_options);
     io::restore_module(*model, last, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(last, "optimizer/"), last_path);
     const auto& m = last.info.metadata();
@@ -244,6 +243,9 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     position.loss_sum = number("resume_loss_sum");
     position.best_bleu = number("best_bleu");
     set_torch_cpu_rng_state(last.info.torch_rng_state());
+    check_resume_options(last_path, options.allow_changed_options,
+                         position.epoch > options.epochs ||
+                             (position.epoch == options.epochs && position.batch >= steps_per_epoch));
     log_info("translation: resuming from ", last_path, " at epoch ", position.epoch, ", batch ", position.batch,
              " (update ", position.update, ")");
   } else if (options.resume) {
