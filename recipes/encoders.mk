@@ -60,7 +60,7 @@ $(D)/pt/$(1)/final.cabert: $(D)/corpus.done
 	$$(RUN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
 	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
 	  --batch-size $(BATCH) --lr $(PT_LR) --warmup-steps $(WARMUP) --eval-every $(EVAL_EVERY) \
-	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log; \
+	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log && \
 	echo "pretrain_seconds $$$$((SECONDS - start))" >> $$(@D)/time.txt
 	cp "$$$$(ls $$(@D)/checkpoint-*.cabert | tail -n 1)" $$@.tmp
 	mv $$@.tmp $$@
@@ -80,7 +80,7 @@ $(D)/ft/$(1)/$(3)/metrics.cabert: $(call NEEDS_$(2),$(1))
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
 	  --device $(DEVICE) \
-	  --model-dir $$(@D) > $$(@D)/finetune.out; \
+	  --model-dir $$(@D) > $$(@D)/finetune.out && \
 	echo "finetune_seconds $$$$((SECONDS - start))" > $$(@D)/time.txt
 endef
 $(foreach r,$(PRETRAINED),$(foreach t,$(TASKS),$(eval $(call FINETUNE_RULE,$(r),pretrained,$(t)))))
