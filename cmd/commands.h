@@ -16,6 +16,7 @@ struct GlobalOptions {
   std::string log_level = "info";
   std::string log_format = "text";
   std::string log_file;
+  bool dump_options = false;
   bool quiet = false;
   uint64_t max_line_bytes = uint64_t{1} << 20;
 };

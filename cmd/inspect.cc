@@ -20,8 +20,22 @@ namespace {
 struct InspectFlags {
   std::string input, tokenizer_model;
   bool json = false;
+  bool config = false;
   int64_t limit = 5;
 };
+
+// inspect --config: the effective options the writing command recorded in the file's header.
+void print_recorded_config(const std::string& path) {
+  io::RecordReader reader(path);
+  const pb::Header& header = reader.header();
+  if (header.config().empty()) {
+    std::string argv;
+    for (const auto& arg : header.argv()) argv += (argv.empty() ? "" : " ") + arg;
+    throw DataError(str(path, ": no recorded config (written by a cabert older than --config); its command line: ",
+                        argv));
+  }
+  std::cout << header.config();
+}
 
 std::string to_json(const google::protobuf::Message& message) {
   std::string out;
@@ -150,7 +164,8 @@ void run_inspect(const InspectFlags& flags) {
   }
   if (flags.json) {
     std::cout << "{\"summary\":{\"records\":" << records << ",\"tokens\":" << tokens << ",\"record_bytes\":" << bytes
-              << ",\"max_length\":" << max_length << ",\"length_histogram\":{";
+              << ",\"max_length\":" << max_length << ",\"complete\":" << (reader.unfinished() ? "false" : "true")
+              << ",\"length_histogram\":{";
     bool first = true;
     for (const auto& [bucket, count] : histogram) {
       std::cout << (first ? "" : ",") << "\"" << bucket << "\":" << count;
@@ -161,6 +176,10 @@ void run_inspect(const InspectFlags& flags) {
   }
   std::cout << "# summary: " << records << " records, " << tokens << " tokens, " << bytes
             << " record bytes, longest " << max_length << "\n";
+  if (reader.unfinished()) {
+    std::cout << "# still being written (no footer yet, or its writer was killed): the records of its complete "
+                 "frames\n";
+  }
   if (!histogram.empty()) {
     std::cout << "# length histogram (tokens: records)\n";
     for (const auto& [bucket, count] : histogram) {
@@ -179,7 +198,15 @@ void add_inspect(CLI::App& app) {
   inspect->add_option("-m,--model", flags->tokenizer_model, "SentencePiece .model: also print each record's pieces");
   inspect->add_flag("--json", flags->json, "JSON lines: header, records, summary");
   inspect->add_option("--limit", flags->limit, "Records to print (-1 = all)")->capture_default_str();
-  inspect->callback([flags] { run_inspect(*flags); });
+  inspect->add_flag("--config", flags->config,
+                    "Print only the options of the command that wrote FILE, as a --config file that reruns it");
+  inspect->callback([flags] {
+    if (flags->config) {
+      print_recorded_config(flags->input);
+      return;
+    }
+    run_inspect(*flags);
+  });
 }
 
 }  // namespace cabert::cmd

@@ -4,6 +4,8 @@
 
 #include <exception>
 #include <iostream>
+#include <set>
+#include <sstream>
 #include <thread>
 
 #include "cmd/commands.h"
@@ -40,16 +42,43 @@ void record_options(const CLI::App& command) {
 
 namespace {
 
+// The effective options of this command line as a --config file: CLI11's dump (every option with its value or
+// default, dotted keys), narrowed to the global options and the chosen subcommand's, without the options that
+// only print something and exit, and without unset ones (an empty list or string read back would be a value).
+std::string effective_config(const CLI::App& app, const std::string& subcommand_path) {
+  static const std::set<std::string> kNotRecorded = {"config", "dump-options", "dump-config", "list-presets", "version"};
+  std::istringstream dump(app.config_to_str(/*default_also=*/true, /*write_description=*/false));
+  std::string config;
+  for (std::string line; std::getline(dump, line);) {
+    const size_t equals = line.find('=');
+    if (equals == std::string::npos) continue;
+    const std::string key = line.substr(0, equals), value = line.substr(equals + 1);
+    const size_t dot = key.rfind('.');
+    const std::string owner = dot == std::string::npos ? "" : key.substr(0, dot);
+    const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
+    if (!owner.empty() && owner != subcommand_path) continue;
+    if (kNotRecorded.count(name) || value == "\"\"" || value == "''" || value == "[]") continue;
+    config += line + "\n";
+  }
+  return config;
+}
+
 void apply_global_options(CLI::App& app) {
   auto& global = global_options();
   set_log_level(parse_log_level(global.log_level));
   set_log_format(parse_log_format(global.log_format));
-  std::string subcommand;
+  std::string subcommand, dotted;
   for (CLI::App* sub = &app; !sub->get_subcommands().empty();) {
     sub = sub->get_subcommands().front();
     subcommand += (subcommand.empty() ? "" : " ") + sub->get_name();
+    dotted += (dotted.empty() ? "" : ".") + sub->get_name();
   }
   set_log_subcommand(subcommand);
+  run_context().config = effective_config(app, dotted);
+  if (global.dump_options) {
+    std::cout << run_context().config << std::flush;
+    throw CLI::Success();
+  }
   set_quiet(global.quiet);
   if (global.threads < 0) throw UsageError("--threads: expected 0 (all cores) or a positive count");
   if (global.max_line_bytes == 0) throw UsageError("--max-line-bytes: expected a positive byte count");
@@ -89,6 +118,14 @@ int run(int argc, char** argv) {
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")
       ->capture_default_str();
+  app.set_config("--config", "",
+                 "Read options from a TOML (or INI) file: defaults < file < command line; keys of a subcommand "
+                 "in its [section] or dotted (pretrain.steps = 100); --dump-options writes one");
+  // A key that names no option (a typo) is an error, not silently ignored.
+  app.allow_config_extras(CLI::config_extras_mode::error);
+  app.add_flag("--dump-options", global.dump_options,
+               "Print every effective option of this command line (global and the subcommand's) as a --config "
+               "file, and exit");
   app.add_option("--log-file", global.log_file,
                  "Also append every message and progress line to FILE (text lines with a UTC timestamp)");
   app.add_option("--max-line-bytes", global.max_line_bytes,

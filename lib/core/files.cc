@@ -94,7 +94,7 @@ size_t remove_stale_temporaries(const std::string& dir) {
 }
 
 AtomicOutput::~AtomicOutput() {
-  if (!committed_ && !temp_path_.empty()) {
+  if (!committed_ && !published_ && !temp_path_.empty()) {
     file_.reset();
     std::error_code ec;
     fs::remove(temp_path_, ec);
@@ -103,20 +103,39 @@ AtomicOutput::~AtomicOutput() {
 
 std::ostream& AtomicOutput::stream() { return file_ ? static_cast<std::ostream&>(*file_) : std::cout; }
 
-void AtomicOutput::commit() {
-  if (committed_) return;
+void AtomicOutput::flush() {
   stream().flush();
   if (!stream()) throw Error(str("error writing ", display_name(path_, true), " (disk full or pipe closed?)"));
+}
+
+void AtomicOutput::rename_into_place() {
+  std::error_code ec;
+  fs::rename(temp_path_, path_, ec);
+  if (ec) throw Error(str("cannot rename ", temp_path_, " to ", path_, ": ", ec.message()));
+  const fs::path parent = fs::path(path_).parent_path();
+  sync_path(parent.empty() ? "." : parent.string(), true);
+}
+
+void AtomicOutput::publish() {
+  if (committed_ || published_) return;
+  flush();
+  if (file_) {
+    sync_path(temp_path_, false);
+    rename_into_place();
+  }
+  published_ = true;
+}
+
+void AtomicOutput::commit() {
+  if (committed_) return;
+  flush();
   if (file_) {
     file_->close();
-    if (file_->fail()) throw Error(str("error closing ", temp_path_));
+    const std::string& written = published_ ? path_ : temp_path_;
+    if (file_->fail()) throw Error(str("error closing ", written));
     // Durable before it is visible: the data reaches the disk, then the rename, then the directory entry.
-    sync_path(temp_path_, false);
-    std::error_code ec;
-    fs::rename(temp_path_, path_, ec);
-    if (ec) throw Error(str("cannot rename ", temp_path_, " to ", path_, ": ", ec.message()));
-    const fs::path parent = fs::path(path_).parent_path();
-    sync_path(parent.empty() ? "." : parent.string(), true);
+    sync_path(written, false);
+    if (!published_) rename_into_place();
   }
   committed_ = true;
 }

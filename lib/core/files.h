@@ -35,12 +35,21 @@ class AtomicOutput {
   const std::string& path() const { return path_; }
   // Flushes, checks for write errors (disk full, closed pipe), syncs and renames into place.
   void commit();
+  // Renames what is written so far into place now (synced as commit() does) and keeps the file open: later
+  // writes land in the visible file (after flush()), and commit() then only flushes and syncs it. For files
+  // read while they grow (metrics.cabert); a process killed after publish() leaves the file as far as written.
+  void publish();
+  // Hands what is written so far to the operating system (visible to readers, not synced).
+  void flush();
 
  private:
+  void rename_into_place();  // then syncs the directory
+
   std::string path_;
   std::string temp_path_;
   std::unique_ptr<std::ofstream> file_;
   bool committed_ = false;
+  bool published_ = false;
 };
 
 // fsync of a file or a directory (Error naming it when the disk refuses).

@@ -11,6 +11,7 @@ namespace cabert {
 struct RunContext {
   std::vector<std::string> argv;
   std::map<std::string, std::string> options;
+  std::string config;  // the effective options as a --config file (cmd/main.cc)
 };
 
 RunContext& run_context();

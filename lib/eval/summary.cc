@@ -91,7 +91,8 @@ SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const Summar
   std::map<std::string, std::map<std::string, std::vector<const pb::TaskMetrics*>>> grouped;
   std::set<std::string> tasks;
   for (const auto& record : records) {
-    if (record.kind() == pb::TaskMetrics::EPOCH) continue;
+    // Rows are the kept runs and evaluations, not the epochs or training-loss records along the way.
+    if (record.kind() == pb::TaskMetrics::EPOCH || record.kind() == pb::TaskMetrics::TRAIN) continue;
     if (grouped.count(record.model()) == 0) table.models.push_back(record.model());
     auto& group = grouped[record.model()][record.task()];
     // One checkpoint is one run: a later record of the same checkpoint (an evaluation after fine-tuning)

@@ -130,7 +130,9 @@ RecordWriter::RecordWriter(const std::string& path, const std::string& type,
   header_.set_cabert_version(cabert_version());
   for (const auto& arg : run_context().argv) header_.add_argv(arg);
   for (const auto& [key, value] : run_context().options) (*header_.mutable_options())[key] = value;
+  header_.set_config(run_context().config);
   for (const auto& [key, value] : metadata) (*header_.mutable_metadata())[key] = value;
+  header_.set_appended(options_.appended);
   header_.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
                                std::chrono::system_clock::now().time_since_epoch())
                                .count());
@@ -165,6 +167,13 @@ void RecordWriter::write(const google::protobuf::Message& record) {
       (options_.frame_records > 0 && pending_records_ >= options_.frame_records)) {
     flush_frame();
   }
+}
+
+void RecordWriter::flush() {
+  if (closed_) throw Error("internal: flush after close on " + out_.path());
+  flush_frame();
+  if (options_.appended) out_.publish();  // the first time: renamed into place (synced)
+  out_.flush();
 }
 
 void RecordWriter::flush_frame() {
@@ -259,6 +268,7 @@ bool RecordReader::read_marker(Marker* marker, bool end_allowed) {
   char bytes[kMarkerSize];
   size_t got = read_some(bytes, kMarkerSize);
   if (got == 0 && end_allowed) return false;
+  if (got < kMarkerSize && end_allowed && header_.appended()) return false;  // its writer is mid-frame
   if (got < kMarkerSize) {
     fail(marker->offset, str("truncated file: expected a ", kMarkerSize, "-byte frame marker, got ", got,
                              " bytes before the end"));
@@ -277,22 +287,33 @@ bool RecordReader::read_marker(Marker* marker, bool end_allowed) {
   return true;
 }
 
-std::string RecordReader::read_frame(const Marker& marker) {
+bool RecordReader::read_compressed(const Marker& marker, std::string* compressed) {
   // The sizes come from the file: memory grows with the bytes that actually arrive and decompress, never
   // with what a marker merely claims (a 100-byte file must not reserve gigabytes).
-  std::string compressed;
+  compressed->clear();
   constexpr uint64_t kChunk = uint64_t{1} << 20;
-  while (compressed.size() < marker.compressed_size) {
-    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, marker.compressed_size - compressed.size()));
-    size_t before = compressed.size();
-    compressed.resize(before + want);
-    size_t got = read_some(compressed.data() + before, want);
-    compressed.resize(before + got);
-    if (got < want) {
-      fail(marker.offset, str("truncated file: the frame needs ", marker.compressed_size, " bytes, only ",
-                              compressed.size(), " remain"));
-    }
+  while (compressed->size() < marker.compressed_size) {
+    size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, marker.compressed_size - compressed->size()));
+    size_t before = compressed->size();
+    compressed->resize(before + want);
+    size_t got = read_some(compressed->data() + before, want);
+    compressed->resize(before + got);
+    if (got < want) return false;
   }
+  return true;
+}
+
+std::string RecordReader::read_frame(const Marker& marker) {
+  std::string compressed;
+  if (!read_compressed(marker, &compressed)) {
+    fail(marker.offset, str("truncated file: the frame needs ", marker.compressed_size, " bytes, only ",
+                            compressed.size(), " remain"));
+  }
+  return decompress_frame(marker, compressed);
+}
+
+std::string RecordReader::decompress_frame(const Marker& marker, const std::string& compressed) {
+  constexpr uint64_t kChunk = uint64_t{1} << 20;
   std::string data;
   ZSTD_DCtx_reset(zstd_->context, ZSTD_reset_session_only);
   ZSTD_inBuffer input{compressed.data(), compressed.size(), 0};
@@ -357,8 +378,11 @@ bool RecordReader::load_next_records_frame() {
   while (true) {
     Marker marker;
     if (!read_marker(&marker, true)) {
-      fail(offset_, str("truncated file: it ends without the end-of-file frame (", records_read_,
-                        " records read)"));
+      if (!header_.appended()) {
+        fail(offset_, str("truncated file: it ends without the end-of-file frame (", records_read_,
+                          " records read)"));
+      }
+      return end_unfinished();
     }
     if (marker.kind == kFooterFrame) {
       std::string data = read_frame(marker);
@@ -377,13 +401,29 @@ bool RecordReader::load_next_records_frame() {
       skip_frame(marker);
       continue;
     }
-    frame_ = read_frame(marker);
+    if (header_.appended()) {
+      // A growing file: a frame its writer has not finished yet ends the records read so far.
+      std::string compressed;
+      if (!read_compressed(marker, &compressed)) return end_unfinished();
+      frame_ = decompress_frame(marker, compressed);
+    } else {
+      frame_ = read_frame(marker);
+    }
     frame_position_ = 0;
     frame_offset_ = marker.offset;
     frame_records_expected_ = marker.record_count;
     frame_records_seen_ = 0;
     return true;
   }
+}
+
+bool RecordReader::end_unfinished() {
+  done_ = true;
+  unfinished_ = true;
+  frame_.clear();
+  frame_position_ = 0;
+  frame_records_expected_ = frame_records_seen_ = 0;
+  return false;
 }
 
 bool RecordReader::next_view(const char** data, size_t* size) {

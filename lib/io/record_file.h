@@ -34,6 +34,11 @@ struct WriterOptions {
   size_t frame_bytes = 1 << 20;  // decompressed bytes per records frame
   uint32_t frame_records = 0;    // > 0: at most this many records per frame (finer shares for data parallelism)
   int compression_level = 3;
+  // A growing file (metrics.cabert): the first flush() renames the file into place, every flush() appends the
+  // pending records as complete frames readers see at once, and the header says so (Header.appended), so a
+  // reader that finds no footer stops after the last complete frame instead of reporting a truncation. Once
+  // flushed, the file stays without close(), as far as it was flushed.
+  bool appended = false;
 };
 
 class RecordWriter {
@@ -46,6 +51,8 @@ class RecordWriter {
   RecordWriter& operator=(const RecordWriter&) = delete;
 
   void write(const google::protobuf::Message& record);
+  // Writes the pending records as a frame now and hands it to the operating system.
+  void flush();
   // Flushes the last frame, writes the footer and renames the file into place.
   void close();
 
@@ -95,6 +102,9 @@ class RecordReader {
   uint64_t offset() const { return offset_; }
   // Valid once next() returned false.
   const pb::Footer& footer() const { return footer_; }
+  // Once next() returned false: true when a growing file (Header.appended) ended without its footer, because
+  // its writer is still running or was killed; the records read are those of its complete frames.
+  bool unfinished() const { return unfinished_; }
 
  private:
   struct Marker {
@@ -103,10 +113,15 @@ class RecordReader {
     uint64_t offset = 0;
   };
   void read_magic();
+  // end_allowed: false at the end of input (a growing file: also inside the marker).
   bool read_marker(Marker* marker, bool end_allowed);
   std::string read_frame(const Marker& marker);
+  // The compressed bytes of a frame; false when the input ends first.
+  bool read_compressed(const Marker& marker, std::string* compressed);
+  std::string decompress_frame(const Marker& marker, const std::string& compressed);
   void skip_frame(const Marker& marker);
   bool load_next_records_frame();
+  bool end_unfinished();  // a growing file ends here: returns false
   // The bytes of the next record inside the current frame (valid until the next call).
   bool next_view(const char** data, size_t* size);
   size_t read_some(char* data, size_t size);
@@ -122,7 +137,7 @@ class RecordReader {
   size_t frame_position_ = 0;
   uint64_t frame_offset_ = 0;
   uint32_t frame_records_expected_ = 0, frame_records_seen_ = 0;
-  bool done_ = false;
+  bool done_ = false, unfinished_ = false;
   struct ZstdContext;
   std::unique_ptr<ZstdContext> zstd_;
 };

@@ -221,10 +221,19 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   summary.primary_task = task.dev.front().metrics_task;
   std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
   if (main_rank) {
-    metrics_writer = std::make_unique<io::RecordWriter>(summary.metrics_path, "cabert.pb.TaskMetrics",
-                                                        std::map<std::string, std::string>{
-                                                            {"task", definition.name}, {"model", model_name(options)}});
+    // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job).
+    io::WriterOptions appended;
+    appended.appended = true;
+    metrics_writer = std::make_unique<io::RecordWriter>(
+        summary.metrics_path, "cabert.pb.TaskMetrics",
+        std::map<std::string, std::string>{{"task", definition.name}, {"model", model_name(options)}}, appended);
+    metrics_writer->flush();
   }
+  auto append_metrics = [&](const pb::TaskMetrics& record) {
+    if (!main_rank) return;
+    metrics_writer->write(record);
+    metrics_writer->flush();
+  };
   std::string name = model_name(options);
   std::vector<double> run_scores;
   std::vector<std::string> run_checkpoints;
@@ -264,7 +273,8 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
         Progress progress(str("finetune ", definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "",
                               " epoch ", epoch, "/", epochs),
                           "steps", steps_per_epoch);
-        double loss_sum = 0;
+        double loss_sum = 0, interval_loss_sum = 0;
+        int64_t interval_steps = 0;
         for (int64_t step = 0; step < steps_per_epoch; ++step) {
           // This rank's part of the joint batch order[joint_begin, joint_end).
           const size_t joint_begin = step * joint_batch, joint_end = std::min(examples, joint_begin + joint_batch);
@@ -298,6 +308,24 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           }
           if (update_guard.allow(clip_gradients(parameters, options.clip_norm), update)) optimizer.step();
           loss_sum += value;
+          interval_loss_sum += value;
+          ++interval_steps;
+          if (options.log_every > 0 && update % options.log_every == 0) {
+            pb::TaskMetrics record;
+            record.set_kind(pb::TaskMetrics::TRAIN);
+            record.set_model(name);
+            record.set_task(definition.name);
+            record.set_split("train");
+            record.set_run(run);
+            record.set_seed(seed);
+            record.set_epoch(epoch);
+            record.set_step(update);
+            record.set_train_loss(interval_loss_sum / interval_steps);
+            record.set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+            append_metrics(record);
+            interval_loss_sum = 0;
+            interval_steps = 0;
+          }
           progress.update(step + 1, str("loss ", loss_sum / (step + 1)));
         }
         progress.finish(str("loss ", loss_sum / std::max<int64_t>(steps_per_epoch, 1)));
@@ -322,7 +350,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
           record.set_step(update);
           record.set_train_loss(loss_sum / std::max<int64_t>(steps_per_epoch, 1));
           record.set_seconds(seconds);
-          if (main_rank) metrics_writer->write(record);
+          append_metrics(record);
           log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
                    describe_metrics(predictions.metrics), ")");
           records.push_back(record);
@@ -360,7 +388,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       }
       for (auto record : best_records) {
         record.set_kind(pb::TaskMetrics::BEST_OF_RUN);
-        if (main_rank) metrics_writer->write(record);
+        append_metrics(record);
         summary.best_of_runs.push_back(record);
       }
       run_scores.push_back(best_score);

@@ -2,17 +2,46 @@
 
 #include <filesystem>
 
-#include "lib/io/record_file.h"
+#include "formats/metrics.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/log.h"
 
 namespace cabert::train {
 
-void MetricsLog::load_until(uint64_t step) {
-  if (!std::filesystem::exists(path_)) return;
-  io::RecordReader reader(path_);
-  reader.expect("cabert.pb.MetricsRecord");
-  pb::MetricsRecord record;
-  while (reader.next(&record)) {
-    if (record.step() <= step) records_.push_back(record);
+MetricsLog::MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step) {
+  io::WriterOptions options;
+  options.appended = true;
+  // A new file is written beside the old one and replaces it at the first flush, so the old records can be
+  // read while the new file is written.
+  writer_ = std::make_unique<io::RecordWriter>(path, "cabert.pb.MetricsRecord",
+                                               std::map<std::string, std::string>{{"model", config.name()}}, options);
+  if (keep_until_step >= 0 && std::filesystem::exists(path)) carry_over(path, static_cast<uint64_t>(keep_until_step));
+  writer_->flush();
+}
+
+MetricsLog::~MetricsLog() {
+  try {
+    close();
+  } catch (const std::exception& e) {
+    log_warning("metrics: ", e.what());
+  }
+}
+
+void MetricsLog::carry_over(const std::string& path, uint64_t until_step) {
+  uint64_t kept = 0;
+  try {
+    io::RecordReader reader(path);
+    reader.expect("cabert.pb.MetricsRecord");
+    pb::MetricsRecord record;
+    while (reader.next(&record)) {
+      if (record.step() > until_step) continue;
+      writer_->write(record);
+      carried_wall_seconds_ = std::max(carried_wall_seconds_, record.wall_seconds());
+      ++kept;
+    }
+  } catch (const DataError& e) {
+    // The metrics are a log, not the run's state: a damaged file does not stop the resume.
+    log_warning("metrics: ", e.what(), "; kept its ", kept, " records before the damage");
   }
 }
 
@@ -22,13 +51,13 @@ void MetricsLog::add(const std::string& phase, uint64_t step, double wall, const
   record.set_step(step);
   record.set_wall_seconds(wall);
   for (const auto& [k, v] : values) (*record.mutable_values())[k] = v;
-  records_.push_back(record);
+  writer_->write(record);
+  writer_->flush();
 }
 
-void MetricsLog::flush() {
-  io::RecordWriter writer(path_, "cabert.pb.MetricsRecord", {{"model", config_.name()}});
-  for (const auto& r : records_) writer.write(r);
-  writer.close();
+void MetricsLog::close() {
+  if (writer_) writer_->close();
+  writer_.reset();
 }
 
 }  // namespace cabert::train

@@ -1,31 +1,40 @@
 // metrics.cabert of a pre-training run: MetricsRecord records ("train" per step, "eval" per evaluation),
-// rewritten atomically at every checkpoint so that readers never see a partial file and a resumed run
-// keeps the records up to its checkpoint.
+// appended as they happen. Every add() writes a complete frame that readers (`cabert inspect`, pictures) see
+// at once, and nothing is kept in memory, so a million-step run needs no more memory than a short one. A
+// resumed run starts the file again from the earlier run's records up to its checkpoint (a killed run may
+// have logged steps past it), and its wall clock goes on from theirs.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
-#include <vector>
 
-#include "formats/metrics.pb.h"
 #include "formats/model.pb.h"
+#include "lib/io/record_file.h"
 
 namespace cabert::train {
 
 class MetricsLog {
  public:
-  MetricsLog(std::string path, const pb::ModelConfig& config) : path_(std::move(path)), config_(config) {}
-  // Keeps the records of an earlier run up to `step` (resume).
-  void load_until(uint64_t step);
+  // keep_until_step >= 0 (resume): the records of the existing file up to that step are carried over.
+  MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step = -1);
+  // Writes the footer when close() was not called (an error or a signal ended the run); a process killed
+  // outright leaves the file without one, which readers accept (io::RecordReader::unfinished()).
+  ~MetricsLog();
+  MetricsLog(const MetricsLog&) = delete;
+  MetricsLog& operator=(const MetricsLog&) = delete;
+
   void add(const std::string& phase, uint64_t step, double wall, const std::map<std::string, double>& values);
-  // Rewrites the whole stream atomically.
-  void flush();
+  void close();
+  // The wall_seconds of the last record carried over (0 for a new run).
+  double carried_wall_seconds() const { return carried_wall_seconds_; }
 
  private:
-  std::string path_;
-  pb::ModelConfig config_;
-  std::vector<pb::MetricsRecord> records_;
+  void carry_over(const std::string& path, uint64_t until_step);
+
+  std::unique_ptr<io::RecordWriter> writer_;
+  double carried_wall_seconds_ = 0;
 };
 
 }  // namespace cabert::train

@@ -221,12 +221,10 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)), share);
   stream.check_ids_below(config.vocab_size());
   std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
-  MetricsLog metrics((fs::path(options.model_dir) / "metrics.cabert").string(), config);
   if (resumed) {
     io::restore_module(module, *resumed, "model/", "");
     optimizer.load_state(io::tensors_with_prefix(*resumed, "optimizer/"), resumed->path);
     restore_rank_state(*resumed, communicator, rng, stream);
-    if (main_rank) metrics.load_until(step);
   } else if (world > 1) {
     // Every rank starts from rank 0's weights; dropout and ELECTRA's sampling then differ by rank.
     std::vector<torch::Tensor> state = module.parameters(true);
@@ -265,7 +263,6 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       NamedTensors tensors = io::module_tensors(module, "model/");
       for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
       io::save_checkpoint(path, info, tensors);
-      metrics.flush();
       auto all = list_checkpoints(options.model_dir);
       for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
     }
@@ -283,6 +280,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
            " parameters), objective ", objective_name(options.objective), ", steps ", options.steps, ", batch ",
            options.batch_size, " x ", options.accumulate, world > 1 ? str(" x ", world, " processes") : "",
            ", peak lr ", peak_lr, ", warm-up ", warmup, " on ", options.device);
+  std::unique_ptr<MetricsLog> metrics;  // rank 0's; a resumed run carries the records up to its checkpoint over
+  if (main_rank) {
+    metrics = std::make_unique<MetricsLog>((fs::path(options.model_dir) / "metrics.cabert").string(), config,
+                                           resumed ? step : -1);
+  }
   std::vector<torch::Tensor> parameters = module.parameters(true);
   std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
   module.train();
@@ -290,7 +292,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const int64_t first_step = step;
   Progress progress(str("pretrain (from step ", first_step, ")"), "steps", static_cast<uint64_t>(options.steps - first_step));
   const auto start = std::chrono::steady_clock::now();
-  auto wall = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  // The run's clock: a resumed run goes on from the time its earlier part had logged.
+  const double wall_before = metrics ? metrics->carried_wall_seconds() : 0.0;
+  auto wall = [&] {
+    return wall_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  };
   double tokens_total = 0, seconds_total = 0;
   UpdateGuard update_guard("pretrain", "step", options.max_skipped_updates);
   while (step < options.steps) {
@@ -366,7 +372,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     if (update_guard.skipped() > 0) values["skipped_updates"] = static_cast<double>(update_guard.skipped());
     values["tokens_per_second"] = tokens_per_second;
     values["tokens"] = static_cast<double>(tokens);
-    if (main_rank) metrics.add("train", step, wall(), values);
+    if (main_rank) metrics->add("train", step, wall(), values);
     if (!options.quiet_progress) {
       char extra[160];
       std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", loss_value, lr,
@@ -379,7 +385,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       auto eval = evaluate(objectives, held_out, stream, options.batch_size, options.objective, options.seed,
                            communicator);
       if (!eval.empty()) {
-        if (main_rank) metrics.add("eval", step, wall(), eval);
+        if (main_rank) metrics->add("eval", step, wall(), eval);
         result.last_eval = eval;
         log_info("pretrain: step ", step, " eval (", held_out.size(), " held-out examples): ", format_values(eval));
       }
@@ -400,6 +406,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     }
   }
   progress.finish(str("loss ", result.last_loss));
+  if (metrics) metrics->close();
   result.final_step = step;
   result.tokens_per_second = tokens_total / std::max(seconds_total, 1e-9);
   return result;

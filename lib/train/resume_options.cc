@@ -13,10 +13,10 @@ namespace {
 // How or where a run goes, not what it computes; also the options that only steer what a command prints.
 const std::set<std::string>& operational_options() {
   static const std::set<std::string> names = {
-      "allow-changed-options", "device",   "dist-timeout",     "dry-run",   "dump-config", "eval-every",
-      "keep-checkpoints",      "kernels",  "list-presets",     "log-file",  "log-format",  "log-level",
-      "max-line-bytes",        "model-dir", "nproc",           "quiet",     "resume",      "save-every",
-      "threads"};
+      "allow-changed-options", "config",     "device",    "dist-timeout",   "dry-run",  "dump-config",
+      "dump-options",          "eval-every", "keep-checkpoints", "kernels",  "list-presets", "log-every",
+      "log-file",              "log-format", "log-level", "max-line-bytes", "model-dir", "nproc",
+      "quiet",                 "resume",     "save-every", "threads"};
   return names;
 }
 

@@ -290,20 +290,33 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
   const std::string name = model_name(options);
-  // A resumed run keeps the records of the epochs before it (the writer replaces the file).
-  std::vector<pb::TaskMetrics> earlier;
+  // A resumed run keeps the records of the epochs (and training intervals) before it, and its clock goes on
+  // from theirs. The file grows as records are appended: readable while the run goes on; the
+  // new file replaces the old one at its first flush, so the old records stream across (nothing held in memory).
+  io::WriterOptions appended;
+  appended.appended = true;
+  io::RecordWriter metrics(summary.metrics_path, "cabert.pb.TaskMetrics", {{"task", task_name}, {"model", name}},
+                           appended);
+  double seconds_before = 0;
   if (position.update > 0 && fs::exists(summary.metrics_path)) {
     io::RecordReader reader(summary.metrics_path);
     reader.expect("cabert.pb.TaskMetrics");
     pb::TaskMetrics record;
     while (reader.next(&record)) {
-      if (record.kind() != pb::TaskMetrics::EPOCH || static_cast<int>(record.epoch()) >= position.epoch) continue;
-      earlier.push_back(record);
-      if (record.score() >= summary.best.score()) summary.best = record;
+      const bool epoch_done = record.kind() == pb::TaskMetrics::EPOCH && static_cast<int>(record.epoch()) < position.epoch;
+      const bool logged_before = record.kind() == pb::TaskMetrics::TRAIN &&
+                                 record.step() <= static_cast<uint64_t>(position.update);
+      if (!epoch_done && !logged_before) continue;
+      metrics.write(record);
+      seconds_before = std::max(seconds_before, record.seconds());
+      if (epoch_done && record.score() >= summary.best.score()) summary.best = record;
     }
   }
-  io::RecordWriter metrics(summary.metrics_path, "cabert.pb.TaskMetrics", {{"task", task_name}, {"model", name}});
-  for (const auto& record : earlier) metrics.write(record);
+  metrics.flush();
+  auto append_metrics = [&](const pb::TaskMetrics& record) {
+    metrics.write(record);
+    metrics.flush();
+  };
   auto record_for = [&](const DevResult& result, int epoch, double train_loss, const std::string& checkpoint) {
     pb::TaskMetrics record;
     record.set_kind(pb::TaskMetrics::EPOCH);
@@ -324,6 +337,9 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   };
 
   const auto started = std::chrono::steady_clock::now();
+  auto run_seconds = [&] {
+    return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  };
   std::vector<std::string> epoch_checkpoints;
   UpdateGuard update_guard("translation", "update", options.max_skipped_updates);
   for (; position.epoch <= options.epochs; ++position.epoch) {
@@ -333,7 +349,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), epoch_rng);
     Progress progress(str("translation epoch ", position.epoch, "/", options.epochs), "batches", steps_per_epoch);
-    int64_t tokens = 0;
+    int64_t tokens = 0, interval_updates = 0;
+    double interval_loss_sum = 0;
     const auto epoch_started = std::chrono::steady_clock::now();
     for (; position.batch < steps_per_epoch; ++position.batch) {
       if (interrupt_requested() != 0) {
@@ -360,6 +377,23 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       (loss.loss / static_cast<double>(batch.target_tokens)).backward();
       if (update_guard.allow(clip_gradients(parameters, options.clip_norm), position.update)) optimizer.step();
       position.loss_sum += value;
+      interval_loss_sum += value;
+      ++interval_updates;
+      if (options.log_every > 0 && position.update % options.log_every == 0) {
+        pb::TaskMetrics record;
+        record.set_kind(pb::TaskMetrics::TRAIN);
+        record.set_model(name);
+        record.set_task(task_name);
+        record.set_split("train");
+        record.set_seed(seed);
+        record.set_epoch(position.epoch);
+        record.set_step(position.update);
+        record.set_train_loss(interval_loss_sum / interval_updates);
+        record.set_seconds(run_seconds());
+        append_metrics(record);
+        interval_loss_sum = 0;
+        interval_updates = 0;
+      }
       tokens += batch.source_tokens + batch.target_tokens;
       const double seconds =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - epoch_started).count();
@@ -378,8 +412,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     const int epoch = position.epoch;
     check_finite_weights(io::module_tensors(*model, "model/"), "translation", str("after epoch ", epoch));
     pb::TaskMetrics record = record_for(result, epoch, train_loss, summary.checkpoint);
-    record.set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-    metrics.write(record);
+    record.set_seconds(run_seconds());
+    append_metrics(record);
     summary.epochs.push_back(record);
     if (options.average_last >= 2) {
       std::string path = (fs::path(options.model_dir) / str("epoch-", epoch, ".cabert")).string();
@@ -410,7 +444,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   if (summary.best.epoch() > 0) {
     pb::TaskMetrics best = summary.best;
     best.set_kind(pb::TaskMetrics::BEST_OF_RUN);
-    metrics.write(best);
+    append_metrics(best);
   }
   if (epoch_checkpoints.size() >= 2) {
     summary.averaged_checkpoint = (fs::path(options.model_dir) / "averaged.cabert").string();
@@ -423,7 +457,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
              eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
     summary.averaged = record_for(result, options.epochs, 0, summary.averaged_checkpoint);
     summary.averaged.set_kind(pb::TaskMetrics::EVALUATION);
-    metrics.write(summary.averaged);
+    append_metrics(summary.averaged);
   }
   metrics.close();
   return summary;

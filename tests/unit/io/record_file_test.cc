@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -205,6 +206,114 @@ TEST(RecordFile, ReadsFromAStreamWithASniffedPrefix) {
   int count = 0;
   while (reader.next(&record)) ++count;
   EXPECT_EQ(count, 20);
+}
+
+// ---- growing files (Header.appended: metrics.cabert) ----
+
+// Reads every record; returns how many, with `unfinished` set from the reader.
+int read_growing(const std::string& path, bool* unfinished) {
+  RecordReader reader(path);
+  pb::TokenizedText record;
+  int count = 0;
+  while (reader.next(&record)) {
+    EXPECT_EQ(record.SerializeAsString(), make_record(count).SerializeAsString()) << "record " << count;
+    ++count;
+  }
+  *unfinished = reader.unfinished();
+  return count;
+}
+
+WriterOptions growing() {
+  WriterOptions options;
+  options.appended = true;
+  return options;
+}
+
+TEST(RecordFile, GrowingFileIsReadableAfterEveryFlushAndCompleteAfterClose) {
+  std::string dir = temp_dir();
+  std::string path = dir + "/metrics.cbr";
+  RecordWriter writer(path, "cabert.pb.TokenizedText", {}, growing());
+  EXPECT_FALSE(std::filesystem::exists(path)) << "visible before its first flush";
+  bool unfinished = false;
+  for (int i = 0; i < 5; ++i) {
+    writer.write(make_record(i));
+    writer.flush();
+    EXPECT_EQ(read_growing(path, &unfinished), i + 1);
+    EXPECT_TRUE(unfinished);
+  }
+  writer.write(make_record(5));  // not flushed: not visible yet
+  EXPECT_EQ(read_growing(path, &unfinished), 5);
+  writer.close();
+  EXPECT_EQ(read_growing(path, &unfinished), 6);
+  EXPECT_FALSE(unfinished);
+  RecordReader reader(path);
+  EXPECT_TRUE(reader.header().appended());
+}
+
+TEST(RecordFile, GrowingFileCutAnywhereReadsItsCompleteFrames) {
+  std::string dir = temp_dir();
+  std::string path = dir + "/metrics.cbr";
+  std::vector<size_t> frame_ends;  // file size after each flush: record i + 1 complete
+  {
+    RecordWriter writer(path, "cabert.pb.TokenizedText", {}, growing());
+    for (int i = 0; i < 40; ++i) {
+      writer.write(make_record(i));
+      writer.flush();
+      frame_ends.push_back(std::filesystem::file_size(path));
+    }
+    // destroyed without close(): as a killed writer leaves it (a flushed growing file stays)
+  }
+  std::string bytes = read_text(path);
+  ASSERT_EQ(bytes.size(), frame_ends.back());
+  for (size_t cut = frame_ends.front(); cut <= bytes.size(); cut += 5) {
+    std::string cut_path = dir + "/cut.cbr";
+    write_text(cut_path, bytes.substr(0, cut));
+    const int complete = static_cast<int>(std::upper_bound(frame_ends.begin(), frame_ends.end(), cut) - frame_ends.begin());
+    bool unfinished = false;
+    EXPECT_EQ(read_growing(cut_path, &unfinished), complete) << "cut at " << cut;
+    EXPECT_TRUE(unfinished);
+  }
+}
+
+TEST(RecordFile, GrowingFileDamageIsReportedOrEndsTheRecordsNeverMisread) {
+  std::string dir = temp_dir();
+  std::string path = dir + "/metrics.cbr";
+  {
+    RecordWriter writer(path, "cabert.pb.TokenizedText", {}, growing());
+    for (int i = 0; i < 30; ++i) {
+      writer.write(make_record(i));
+      writer.flush();
+    }
+    writer.close();
+  }
+  std::string bytes = read_text(path);
+  int reported = 0, shortened = 0;
+  for (size_t position = 16; position < bytes.size(); position += 3) {
+    std::string corrupted = bytes;
+    corrupted[position] = static_cast<char>(corrupted[position] ^ 0x5a);
+    write_text(dir + "/bad.cbr", corrupted);
+    try {
+      bool unfinished = false;
+      // read_growing checks every record it returns against what was written.
+      int count = read_growing(dir + "/bad.cbr", &unfinished);
+      // A damaged frame size can only make the file look unfinished, with the records before it.
+      EXPECT_TRUE(unfinished && count < 30) << "flip at byte " << position << " went unnoticed";
+      ++shortened;
+    } catch (const DataError& error) {
+      EXPECT_NE(std::string(error.what()).find("byte offset"), std::string::npos) << error.what();
+      ++reported;
+    }
+  }
+  EXPECT_GT(reported, 5 * shortened) << "checksums and markers catch nearly every flip";
+}
+
+TEST(RecordFile, AFileWithoutTheAppendedFlagStillNeedsItsFooter) {
+  std::string dir = temp_dir();
+  std::string bytes = write_records(dir + "/full.cbr", 10);
+  size_t footer_marker = bytes.rfind(std::string("\x5B\x2A\x4D\x18", 4));
+  write_text(dir + "/cut.cbr", bytes.substr(0, footer_marker));
+  std::string message = data_error_message([&] { read_all(dir + "/cut.cbr"); });
+  EXPECT_NE(message.find("without the end-of-file frame"), std::string::npos) << message;
 }
 
 }  // namespace
