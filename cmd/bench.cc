@@ -17,9 +17,11 @@
 #include "lib/config/model_config_text.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
+#include "kernels/build_info.h"
 #include "lib/io/record_file.h"
 #include "lib/models/summary.h"
 #include "lib/ops/conv_ops.h"
+#include "lib/ops/device.h"
 
 namespace cabert::cmd {
 namespace {
@@ -33,6 +35,7 @@ struct BenchOptions {
   std::string kernel_paths = "both";
   int repeats = 10, warmup = 2;
   std::string dtype = "float";
+  std::string device = "cpu";
   std::string format = "md";
   std::string output;
   std::string model;  // --model PRESET|CONFIG: model mode
@@ -66,15 +69,25 @@ void print_json(const pb::BenchRecord& record) {
   std::cout.flush();
 }
 
+std::string describe_cuda_device(const torch::Device& device) {
+  const int index = device.has_index() ? device.index() : 0;
+  for (const auto& d : kernels::cuda_devices()) {
+    if (d.index == index) return str(d.name, ", sm_", d.major, d.minor);
+  }
+  return "unknown";
+}
+
 class TablePrinter {
  public:
   explicit TablePrinter(std::string format) : format_(std::move(format)) {}
 
-  void header(const pb::BenchEnvironment& env) {
+  void header(const pb::BenchEnvironment& env, const torch::Device& device) {
     const std::vector<std::string> columns = {"op", "kernels", "pass", "B", "T", "C", "H", "K", "median ms",
                                               "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
     if (format_ == "md") {
-      std::cout << "cabert bench on " << env.cpu_model() << " (" << env.logical_cores() << " logical cores), "
+      std::cout << "cabert bench on "
+                << (device.is_cuda() ? str(device.str(), " (", describe_cuda_device(device), "), host ") : "")
+                << env.cpu_model() << " (" << env.logical_cores() << " logical cores), "
                 << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
                 << env.allocator() << "\n\n|";
       for (const auto& c : columns) std::cout << ' ' << c << " |";
@@ -135,6 +148,7 @@ void run_op_bench(const BenchOptions& options) {
     }
   }
   const torch::Dtype dtype = parse_dtype(options.dtype);
+  const torch::Device device = ops::parse_device(options.device);
   const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   const pb::BenchEnvironment env = bench::bench_environment();
   std::unique_ptr<io::RecordWriter> writer;
@@ -142,7 +156,7 @@ void run_op_bench(const BenchOptions& options) {
     writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   }
   TablePrinter printer(options.format);
-  printer.header(env);
+  printer.header(env, device);
   for (const auto& op : options.ops) {
     log_info("bench ", op, ": ", bench::op_bench_description(op));
     for (int64_t seq : options.seqs) {
@@ -162,6 +176,7 @@ void run_op_bench(const BenchOptions& options) {
           config.warmup = options.warmup;
           config.repeats = options.repeats;
           config.dtype = dtype;
+          config.device = device;
           config.seed = global_options().seed;
           pb::BenchRecord record;
           record.set_kind("op");
@@ -174,6 +189,7 @@ void run_op_bench(const BenchOptions& options) {
           record.set_heads(options.heads);
           record.set_kernel(kernel);
           record.set_dtype(options.dtype);
+          record.set_device(device.str());
           *record.mutable_timing() = bench::bench_op(config);
           if (path == ops::KernelPath::kReference) reference_median = record.timing().median_ms();
           if (path == ops::KernelPath::kFused && reference_median > 0) {
@@ -248,6 +264,9 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
 // ---- --model: training-step and inference throughput of a whole MLM model ----
 
 void run_model_bench(const BenchOptions& options) {
+  if (ops::parse_device(options.device).is_cuda()) {
+    throw UsageError("bench --model: runs on the CPU only in this version; --device cuda times the ops (--op)");
+  }
   bench::ModelBenchConfig config;
   config.model = config::load_model_config(options.model, options.sets);
   if (config.model.has_seq2seq()) {
@@ -329,6 +348,9 @@ void add_bench(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
   sub->add_option("--dtype", options->dtype, "float or double")->capture_default_str();
+  sub->add_option("--device", options->device,
+                  "--op on cpu, cuda or cuda:N (each run synchronised; peak memory from the CUDA caching allocator)")
+      ->capture_default_str();
   sub->add_option("--format", options->format, "Table on stdout: md, tsv or json (one JSON record per line)")
       ->capture_default_str();
   sub->add_option("-o,--output", options->output, "Also write BenchRecord records (formats/bench.proto) here");

@@ -31,6 +31,7 @@ void add_evaluate(CLI::App& app);
 void add_export(CLI::App& app);
 void add_bench(CLI::App& app);
 void add_inspect(CLI::App& app);
+void add_selftest(CLI::App& app);
 
 // Records the resolved options of `command` in the run context, for the headers of output files.
 void record_options(const CLI::App& command);

@@ -142,6 +142,7 @@ int run(int argc, char** argv) {
   add_export(app);
   add_bench(app);
   add_inspect(app);
+  add_selftest(app);
   for (CLI::App* sub : app.get_subcommands({})) {
     sub->fallthrough();
     for (CLI::App* nested : sub->get_subcommands({})) nested->fallthrough();

@@ -3,7 +3,12 @@
 #include <ATen/Parallel.h>
 #include <torch/version.h>
 
+#include <sstream>
 #include <stdexcept>
+
+#ifndef CABERT_WITH_CUDA
+#include <torch/cuda.h>
+#endif
 
 #include "lib/core/errors.h"
 
@@ -40,8 +45,61 @@ std::string source_tree() {
 #endif
 }
 
+std::string cuda_architectures() {
+#ifdef CABERT_CUDA_ARCHITECTURES
+  return CABERT_CUDA_ARCHITECTURES;
+#else
+  return "";
+#endif
+}
+
+std::string cuda_image_for(const std::string& architectures, int major, int minor) {
+  const int capability = major * 10 + minor;
+  std::istringstream words(architectures);
+  std::string exact, compatible, ptx;
+  int compatible_minor = -1, ptx_capability = -1;
+  for (std::string word; words >> word;) {
+    const bool sass = word.rfind("sm_", 0) == 0, virtual_arch = word.rfind("compute_", 0) == 0;
+    if (!sass && !virtual_arch) continue;
+    std::string digits = word.substr(sass ? 3 : 8);
+    const bool specific = !digits.empty() && (digits.back() == 'a' || digits.back() == 'f');  // sm_90a: 9.0 only
+    if (specific) digits.pop_back();
+    if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    const int number = std::stoi(digits), arch_major = number / 10, arch_minor = number % 10;
+    if (sass) {
+      if (number == capability && !specific) exact = word;
+      // SASS runs on the same major version at an equal or higher minor version.
+      if (!specific && arch_major == major && arch_minor < minor && arch_minor > compatible_minor) {
+        compatible = word;
+        compatible_minor = arch_minor;
+      }
+    } else if (!specific && number <= capability && number > ptx_capability) {
+      ptx = word;  // PTX is JIT-compiled for any newer device
+      ptx_capability = number;
+    }
+  }
+  if (!exact.empty()) return "SASS " + exact;
+  if (!compatible.empty()) return "SASS " + compatible + " (binary-compatible)";
+  if (!ptx.empty()) return "PTX " + ptx + " (JIT-compiled)";
+  return "";
+}
+
+#ifndef CABERT_WITH_CUDA
+std::vector<CudaDevice> cuda_devices() {
+  std::vector<CudaDevice> devices;
+  for (int i = 0; i < static_cast<int>(torch::cuda::device_count()); ++i) devices.push_back({i, "unknown", 0, 0, 0, 0});
+  return devices;
+}
+void reset_cuda_peak_memory(int) { require_cuda_build("reset_cuda_peak_memory"); }
+int64_t cuda_peak_memory_bytes(int) {
+  require_cuda_build("cuda_peak_memory_bytes");
+  return 0;
+}
+#endif
+
 std::string describe_build() {
-  return str("LibTorch ", TORCH_VERSION, ", CUDA kernels: ", built_with_cuda() ? "yes" : "no",
+  return str("LibTorch ", TORCH_VERSION, ", CUDA kernels: ",
+             built_with_cuda() ? str("yes (", cuda_architectures(), ")") : std::string("no"),
              ", CPU kernels: ", native_cpu_kernels() ? "native (-march=native)" : "portable",
              ", intra-op threads: ", at::get_num_threads());
 }

@@ -6,6 +6,7 @@
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
 #include <c10/cuda/CUDAException.h>
+#include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/conv_math.h"
 #include "kernels/cuda/conv_cuda.h"
@@ -21,6 +22,8 @@ int blocks_for(int64_t n) { return static_cast<int>(math::min64((n + kThreads - 
 #define CABERT_GRID_LOOP(index, n) \
   for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < (n); index += int64_t(blockDim.x) * gridDim.x)
 
+// Every entry point below first makes its input's device current (CUDAGuard), so that its allocations, its
+// launches and getCurrentCUDAStream() all refer to that device (a tensor on cuda:1 with cuda:0 current).
 template <typename Kernel, typename... Args>
 void launch(int64_t n, Kernel kernel, Args... args) {
   if (n == 0) return;
@@ -144,6 +147,7 @@ const T* data_or_null(const at::Tensor& t) {
 
 at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 int64_t pad, const at::Tensor& mask) {
+  const c10::cuda::CUDAGuard device_guard(x.device());
   const int64_t length = x.size(1), channels = x.size(2);
   at::Tensor out = at::empty_like(x);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_forward_cuda", [&] {
@@ -156,6 +160,7 @@ at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, c
 
 void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight, int64_t pad,
                            const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_weight_per_channel) {
+  const c10::cuda::CUDAGuard device_guard(x.device());
   const int64_t batch = x.size(0), length = x.size(1), channels = x.size(2), kernel_size = weight.size(1);
   grad_x = at::empty_like(x);
   at::Tensor partial = at::empty({batch, channels, kernel_size}, x.options());
@@ -170,6 +175,7 @@ void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
 }
 
 at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t pad, const at::Tensor& mask) {
+  const c10::cuda::CUDAGuard device_guard(x.device());
   at::Tensor out = at::empty_like(x);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_forward_cuda", [&] {
     launch(x.numel(), dynamic_forward_kernel<scalar_t>, x.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
@@ -180,6 +186,7 @@ at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, 
 
 void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& kernels, int64_t pad,
                            const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_kernels) {
+  const c10::cuda::CUDAGuard device_guard(x.device());
   grad_x = at::empty_like(x);
   grad_kernels = at::empty_like(kernels);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_backward_cuda", [&] {
@@ -195,6 +202,7 @@ void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
 at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t batch, int64_t heads,
                          int64_t length, int64_t radius) {
   const at::Tensor& like = band.defined() ? band : beta;
+  const c10::cuda::CUDAGuard device_guard(like.device());
   at::Tensor out = at::empty({batch, heads, length, length}, like.options());
   AT_DISPATCH_FLOATING_TYPES(like.scalar_type(), "relpos_expand_cuda", [&] {
     launch(out.numel(), relpos_expand_kernel<scalar_t>, data_or_null<scalar_t>(band), data_or_null<scalar_t>(beta),
@@ -204,6 +212,7 @@ at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t
 }
 
 at::Tensor relpos_reduce(const at::Tensor& grad, int64_t radius) {
+  const c10::cuda::CUDAGuard device_guard(grad.device());
   const int64_t length = grad.size(3);
   at::Tensor band_grad = at::empty({grad.size(0), grad.size(1), length, 2 * radius + 1}, grad.options());
   AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "relpos_reduce_cuda", [&] {

@@ -1,6 +1,7 @@
 #include "lib/bench/op_bench.h"
 
 #include <ATen/Parallel.h>
+#include <torch/cuda.h>
 #include <torch/version.h>
 
 #include <algorithm>
@@ -30,19 +31,14 @@ using namespace cabert::ops;
 
 namespace F = torch::nn::functional;
 
-// One benchmarked block: leaves (inputs and parameters, all requiring grad) and the forward.
-struct OpSetup {
-  std::vector<torch::Tensor> leaves;
-  std::function<torch::Tensor()> forward;
-};
+}  // namespace
 
-torch::Tensor leaf(std::vector<torch::Tensor>& leaves, torch::Tensor value) {
-  leaves.push_back(value.requires_grad_(true));
-  return leaves.back();
-}
-
-OpSetup make_setup(const OpBenchConfig& c) {
+OpSetup make_op_setup(const OpBenchConfig& c) {
   const auto options = torch::TensorOptions().dtype(c.dtype);
+  auto leaf = [&c](std::vector<torch::Tensor>& leaves, const torch::Tensor& value) {
+    leaves.push_back(value.to(c.device).requires_grad_(true));
+    return leaves.back();
+  };
   const int64_t B = c.batch, T = c.seq, C = c.channels, H = c.heads, K = c.kernel;
   const int64_t pad = K / 2;
   const double init = 1.0 / std::sqrt(static_cast<double>(C));
@@ -86,7 +82,7 @@ OpSetup make_setup(const OpBenchConfig& c) {
     cb->set_bottleneck(true);
     cb->set_conv_kind(pb::SDCONV);
     models::MixedAttention attention(config);
-    attention->to(c.dtype);
+    attention->to(c.device, c.dtype);
     auto x = leaf(l, torch::randn({B, T, C}, options));
     for (auto& parameter : attention->parameters()) l.push_back(parameter);
     s.forward = [=]() mutable { return attention(x, torch::Tensor()); };
@@ -130,6 +126,8 @@ OpSetup make_setup(const OpBenchConfig& c) {
   }
   return s;
 }
+
+namespace {
 
 std::string read_cpu_model() {
   std::ifstream in("/proc/cpuinfo");
@@ -265,20 +263,33 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
   install_cpu_memory_meter();
   torch::manual_seed(config.seed);
   ScopedKernelPath path(config.path);
-  OpSetup setup = make_setup(config);
+  OpSetup setup = make_op_setup(config);
+  const bool cuda = config.device.is_cuda();
+  const int device_index = cuda ? (config.device.has_index() ? config.device.index() : 0) : -1;
   auto run = [&] {
     if (!config.backward) {
       torch::NoGradGuard no_grad;
       setup.forward();
-      return;
+    } else {
+      torch::Tensor out = setup.forward();
+      torch::autograd::grad({out}, setup.leaves, {torch::ones_like(out)});
     }
-    torch::Tensor out = setup.forward();
-    torch::autograd::grad({out}, setup.leaves, {torch::ones_like(out)});
+    // A CUDA run ends when its kernels have: the wall clock then times the device work too.
+    if (cuda) torch::cuda::synchronize(device_index);
   };
   std::vector<double> times;
   for (int i = 0; i < config.warmup + config.repeats; ++i) {
     const double ms = elapsed_ms(run);
     if (i >= config.warmup) times.push_back(ms);
+  }
+  if (cuda) {
+    kernels::reset_cuda_peak_memory(device_index);
+    const int64_t before = kernels::cuda_peak_memory_bytes(device_index);
+    run();
+    return make_timing(times, config.warmup, kernels::cuda_peak_memory_bytes(device_index) - before,
+                       "peak bytes the CUDA caching allocator handed out above the inputs during one extra run "
+                       "(cuBLAS/cuDNN workspaces outside it not counted); times: wall clock around each run, "
+                       "synchronised");
   }
   return make_timing(times, config.warmup, peak_extra_bytes_of(run),
                      "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 "

@@ -23,8 +23,17 @@ struct OpBenchConfig {
   ops::KernelPath path = ops::KernelPath::kFused;
   int warmup = 2, repeats = 10;
   torch::Dtype dtype = torch::kFloat;
+  torch::Device device = torch::kCPU;  // inputs are drawn on the CPU (the same values on every device), then moved
   uint64_t seed = 42;
 };
+
+// One op as a model runs it: its leaves (inputs and parameters, all requiring grad, on config.device) and the
+// forward. Drawn from torch's generator as seeded by the caller.
+struct OpSetup {
+  std::vector<torch::Tensor> leaves;
+  std::function<torch::Tensor()> forward;
+};
+OpSetup make_op_setup(const OpBenchConfig& config);
 
 // lightconv, dynamicconv, sdconv, sdconv-branch, relpos, convbert-attention, depthwise, attention.
 const std::vector<std::string>& op_bench_names();
@@ -36,7 +45,8 @@ std::string op_bench_description(const std::string& op);
 bool op_bench_has_kernel_paths(const std::string& op);
 
 // Median / quartiles / min / max over `repeats` timed runs after `warmup` runs, then one more run for the
-// peak tensor memory above the inputs. Throws UsageError for an unknown op or impossible sizes.
+// peak tensor memory above the inputs (on CUDA: each run synchronised, the caching allocator's peak). Throws
+// UsageError for an unknown op or impossible sizes.
 pb::BenchTiming bench_op(const OpBenchConfig& config);
 
 // Summary statistics of a list of durations in milliseconds.

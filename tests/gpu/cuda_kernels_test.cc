@@ -1,0 +1,346 @@
+// CUDA paths (label gpu): every fused op on a CUDA device against the same op on the CPU (fused kernels, whose
+// agreement with the reference the CPU tests establish), forward and every gradient, over the CPU tests' case
+// grid (odd and even K, K > T, causal / centred / zero padding, masks, B = 1, T = 1), in double (1e-10) and
+// float (1e-4); non-contiguous inputs, a side stream, a second device, bf16 autocast, repeatability, large
+// shapes, and `pretrain --device cuda` with both kernel paths. Every test skips where the build has no CUDA
+// kernels or the machine no CUDA device.
+#include <gtest/gtest.h>
+
+#include <c10/core/DeviceGuard.h>
+#include <torch/cuda.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+#include "kernels/build_info.h"
+#include "lib/core/errors.h"
+#include "lib/ops/attention_ops.h"
+#include "lib/ops/conv_ops.h"
+#include "lib/ops/mixed_precision.h"
+#include "lib/ops/span_dynamic_conv.h"
+#include "tests/kernels/conv_test_util.h"
+#include "tests/test_paths.h"
+
+#ifdef CABERT_WITH_CUDA
+#include <c10/cuda/CUDAGuard.h>
+#include <c10/cuda/CUDAStream.h>
+#endif
+
+namespace cabert {
+namespace {
+
+using ops::KernelPath;
+using testing::Op;
+using testing::OpRun;
+using testing::run_on_path;
+
+#define CABERT_REQUIRE_CUDA()                                                                 \
+  do {                                                                                        \
+    if (!kernels::built_with_cuda()) GTEST_SKIP() << "built without CUDA kernels";            \
+    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";                       \
+  } while (false)
+
+torch::Device cuda0() { return torch::Device(torch::kCUDA, 0); }
+
+std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, const torch::Device& device) {
+  std::vector<torch::Tensor> out;
+  for (const auto& t : tensors) out.push_back(t.defined() ? t.to(device) : t);
+  return out;
+}
+
+torch::Tensor ragged_mask(int64_t batch, int64_t length) {
+  auto mask = torch::ones({batch, length}, torch::kBool);
+  for (int64_t b = 0; b + 1 < batch; ++b) {
+    const int64_t real = std::max<int64_t>(1, length - 1 - b);
+    mask.index_put_({b, torch::indexing::Slice(real, torch::indexing::None)}, false);
+  }
+  if (length >= 4) mask.index_put_({0, 1}, false);
+  return mask;
+}
+
+// The op on CUDA (inputs, probe and mask moved there) against the op on the CPU, both on the fused path.
+void expect_cuda_matches_cpu(const std::function<Op(const torch::Device&)>& make_op,
+                             const std::vector<torch::Tensor>& inputs, const torch::Tensor& probe,
+                             const std::string& where, double tolerance) {
+  const OpRun cpu = run_on_path(KernelPath::kFused, make_op(torch::kCPU), inputs, probe);
+  const OpRun cuda = run_on_path(KernelPath::kFused, make_op(cuda0()), to_device(inputs, cuda0()), probe.to(cuda0()));
+  ASSERT_TRUE(cuda.out.is_cuda()) << where;
+  EXPECT_TRUE(torch::allclose(cuda.out.cpu(), cpu.out, tolerance, tolerance))
+      << where << ": output, max diff " << (cuda.out.cpu() - cpu.out).abs().max().item<double>();
+  ASSERT_EQ(cuda.grads.size(), cpu.grads.size());
+  for (size_t i = 0; i < cpu.grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(cuda.grads[i].cpu(), cpu.grads[i], tolerance, tolerance))
+        << where << ": gradient of input " << i << ", max diff "
+        << (cuda.grads[i].cpu() - cpu.grads[i]).abs().max().item<double>();
+  }
+}
+
+struct ConvCase {
+  int64_t batch, length, kernel_size, pad;
+  bool masked;
+  std::string name() const {
+    return "B=" + std::to_string(batch) + " T=" + std::to_string(length) + " K=" + std::to_string(kernel_size) +
+           " pad=" + std::to_string(pad) + (masked ? " masked" : "");
+  }
+};
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> cases;
+  for (int64_t batch : {1, 3})
+    for (int64_t length : {1, 2, 5, 9, 40})
+      for (int64_t kernel_size : {1, 2, 3, 4, 7, 12, 31})
+        for (int64_t pad : {kernel_size / 2, kernel_size - 1, int64_t{0}})
+          for (bool masked : {false, true}) cases.push_back({batch, length, kernel_size, pad, masked});
+  return cases;
+}
+
+struct DtypeCase {
+  torch::Dtype dtype;
+  double tolerance;
+  const char* name;
+};
+const DtypeCase kDtypes[] = {{torch::kDouble, 1e-10, "double"}, {torch::kFloat, 1e-4, "float"}};
+
+TEST(CudaKernels, ConvOpsMatchTheCpuOverTheCaseGrid) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(41);
+  const int64_t C = 6, H = 3;
+  for (const DtypeCase& dtype : kDtypes) {
+    const auto options = torch::TensorOptions().dtype(dtype.dtype);
+    for (const ConvCase& c : conv_cases()) {
+      const torch::Tensor mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
+      auto masked_on = [mask](const torch::Device& device) { return mask.defined() ? mask.to(device) : mask; };
+      const torch::Tensor probe = torch::randn({c.batch, c.length, C}, options);
+      const std::string where = std::string(dtype.name) + " " + c.name();
+      expect_cuda_matches_cpu(
+          [&](const torch::Device& device) -> Op {
+            const torch::Tensor m = masked_on(device);
+            return [m, c](const std::vector<torch::Tensor>& in) { return ops::lightweight_conv(in[0], in[1], c.pad, m); };
+          },
+          {torch::randn({c.batch, c.length, C}, options), torch::randn({H, c.kernel_size}, options)}, probe,
+          "lightweight " + where, dtype.tolerance);
+      expect_cuda_matches_cpu(
+          [&](const torch::Device& device) -> Op {
+            const torch::Tensor m = masked_on(device);
+            return [m, c](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], c.pad, m); };
+          },
+          {torch::randn({c.batch, c.length, C}, options), torch::randn({c.batch, c.length, H, c.kernel_size}, options)},
+          probe, "dynamic " + where, dtype.tolerance);
+      expect_cuda_matches_cpu(
+          [&](const torch::Device& device) -> Op {
+            const torch::Tensor m = masked_on(device);
+            return [m, c](const std::vector<torch::Tensor>& in) {
+              return ops::depthwise_conv(in[0], in[1], in[2], c.pad, m);
+            };
+          },
+          {torch::randn({c.batch, c.length, C}, options), torch::randn({C, c.kernel_size}, options),
+           torch::randn({C}, options)},
+          probe, "depthwise " + where, dtype.tolerance);
+      expect_cuda_matches_cpu(
+          [&](const torch::Device& device) -> Op {
+            const torch::Tensor m = masked_on(device);
+            return [m, c, H](const std::vector<torch::Tensor>& in) {
+              return ops::span_dynamic_conv(in[0], in[1], in[2], in[3], in[4], H, c.pad, m);
+            };
+          },
+          {torch::randn({c.batch, c.length, C}, options), torch::randn({c.batch, c.length, C}, options),
+           torch::randn({c.batch, c.length, C}, options), torch::randn({H * c.kernel_size, C}, options),
+           torch::randn({H * c.kernel_size}, options)},
+          probe, "span dynamic " + where, dtype.tolerance);
+    }
+  }
+}
+
+TEST(CudaKernels, RelativePositionsAndCompositeAttentionMatchTheCpu) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(42);
+  for (const DtypeCase& dtype : kDtypes) {
+    const auto options = torch::TensorOptions().dtype(dtype.dtype);
+    for (int64_t batch : {1, 2})
+      for (int64_t length : {1, 5, 37, 300})
+        for (int64_t radius : {0, 1, 8}) {
+          const int64_t heads = 2, d = 8, width = 2 * radius + 1;
+          const std::string where =
+              str(dtype.name, " B=", batch, " T=", length, " radius=", radius);
+          expect_cuda_matches_cpu(
+              [&](const torch::Device&) -> Op {
+                return [radius](const std::vector<torch::Tensor>& in) {
+                  return ops::relative_position_scores(in[0], in[1], in[2], radius, 0.3);
+                };
+              },
+              {torch::randn({batch, heads, length, d}, options), torch::randn({width, d}, options),
+               torch::randn({heads, width}, options)},
+              torch::randn({batch, heads, length, length}, options), "relpos " + where, dtype.tolerance);
+          const torch::Tensor mask = ragged_mask(batch, length);
+          expect_cuda_matches_cpu(
+              [&](const torch::Device& device) -> Op {
+                const torch::Tensor m = mask.to(device);
+                return [m, radius](const std::vector<torch::Tensor>& in) {
+                  return ops::composite_attention(in[0], in[1], in[2], {in[3], in[4], in[5], radius}, m, 0.3, 0.0);
+                };
+              },
+              {torch::randn({batch, heads, length, d}, options), torch::randn({batch, heads, length, d}, options),
+               torch::randn({batch, heads, length, d}, options), torch::randn({width, d}, options),
+               torch::randn({heads, width}, options), torch::randn({width, d}, options)},
+              torch::randn({batch, heads, length, d}, options), "composite attention " + where, dtype.tolerance);
+        }
+  }
+}
+
+TEST(CudaKernels, NonContiguousInputsGiveTheContiguousResult) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(43);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble).device(cuda0());
+  // x as a transposed [T, B, C] tensor (fairseq's TBC layout), the kernels as a slice.
+  const torch::Tensor x = torch::randn({9, 3, 6}, options).transpose(0, 1);
+  const torch::Tensor kernels = torch::randn({3, 9, 2, 10}, options).narrow(3, 2, 5);
+  ASSERT_FALSE(x.is_contiguous());
+  ASSERT_FALSE(kernels.is_contiguous());
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  EXPECT_TRUE(torch::allclose(ops::dynamic_conv(x, kernels, 2), ops::dynamic_conv(x.contiguous(), kernels.contiguous(), 2),
+                              1e-12, 1e-12));
+}
+
+TEST(CudaKernels, TwoRunsAreBitwiseEqual) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(44);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat);
+  const std::vector<torch::Tensor> inputs = to_device(
+      {torch::randn({4, 200, 64}, options), torch::randn({4, 200, 4, 17}, options)}, cuda0());
+  const torch::Tensor probe = torch::randn({4, 200, 64}, options).to(cuda0());
+  Op op = [](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], 8); };
+  const OpRun first = run_on_path(KernelPath::kFused, op, inputs, probe);
+  const OpRun second = run_on_path(KernelPath::kFused, op, inputs, probe);
+  EXPECT_TRUE(torch::equal(first.out, second.out));
+  for (size_t i = 0; i < first.grads.size(); ++i) EXPECT_TRUE(torch::equal(first.grads[i], second.grads[i])) << i;
+}
+
+#ifdef CABERT_WITH_CUDA
+TEST(CudaKernels, ASideStreamGivesTheSameResult) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(45);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble).device(cuda0());
+  const torch::Tensor x = torch::randn({2, 50, 8}, options), weight = torch::randn({4, 7}, options);
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  const torch::Tensor on_default = ops::lightweight_conv(x, weight, 3);
+  torch::Tensor on_side;
+  {
+    const c10::cuda::CUDAStream side = c10::cuda::getStreamFromPool(false, 0);
+    const c10::cuda::CUDAStreamGuard guard(side);
+    on_side = ops::lightweight_conv(x, weight, 3);
+    side.synchronize();
+  }
+  EXPECT_TRUE(torch::equal(on_default, on_side));
+}
+
+TEST(CudaKernels, ASecondDeviceComputesOnItself) {
+  CABERT_REQUIRE_CUDA();
+  if (torch::cuda::device_count() < 2) GTEST_SKIP() << "one CUDA device";
+  torch::manual_seed(46);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor x = torch::randn({2, 30, 8}, options), kernels = torch::randn({2, 30, 2, 5}, options);
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  const torch::Device second(torch::kCUDA, 1);
+  const c10::cuda::CUDAGuard current_is_zero(0);  // the kernels must follow the tensors, not the current device
+  const torch::Tensor out = ops::dynamic_conv(x.to(second), kernels.to(second), 2);
+  EXPECT_EQ(out.device(), second);
+  EXPECT_TRUE(torch::allclose(out.cpu(), ops::dynamic_conv(x, kernels, 2), 1e-12, 1e-12));
+}
+#endif
+
+TEST(CudaKernels, Bf16AutocastStaysNearTheFloatResult) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(47);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+  const torch::Tensor x = torch::randn({2, 64, 32}, options), proj = torch::randn({4 * 7, 32}, options) * 0.2;
+  auto op = [&](const std::vector<torch::Tensor>& in) {
+    torch::Tensor kernels = torch::matmul(in[0], in[1].t()).view({2, 64, 4, 7}).softmax(-1);  // bf16 under autocast
+    return ops::dynamic_conv(in[0], kernels, 3);
+  };
+  const torch::Tensor probe = torch::randn({2, 64, 32}, options);
+  const OpRun exact = run_on_path(KernelPath::kFused, op, {x, proj}, probe);
+  OpRun mixed;
+  {
+    const ops::AutocastScope autocast(true, cuda0());  // what pretrain --amp uses
+    mixed = run_on_path(KernelPath::kFused, op, {x, proj}, probe);
+  }
+  EXPECT_TRUE(torch::allclose(mixed.out.to(torch::kFloat), exact.out, 0.05, 0.05));
+  for (size_t i = 0; i < exact.grads.size(); ++i) {
+    const double scale = exact.grads[i].abs().max().item<double>();
+    EXPECT_LT((mixed.grads[i].to(torch::kFloat) - exact.grads[i]).abs().max().item<double>(), 0.05 * scale) << i;
+  }
+}
+
+TEST(CudaKernels, LargeShapes) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(48);
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  {  // B=256 T=512 C=768: more elements than one grid covers at once
+    const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+    const torch::Tensor x = torch::randn({256, 512, 768}, options), weight = torch::randn({12, 9}, options).softmax(-1);
+    const torch::Tensor fused_out = ops::lightweight_conv(x, weight, 4);
+    ops::ScopedKernelPath reference(KernelPath::kReference);
+    EXPECT_TRUE(torch::allclose(fused_out, ops::lightweight_conv(x, weight, 4), 1e-4, 1e-4));
+  }
+  {  // a relpos tensor past 2^31 elements: 64-bit indexing (B=2 H=16 T=8200: 2.15e9 floats, 8.6 GB)
+    const size_t free_needed = size_t{20} << 30;
+    const auto devices = kernels::cuda_devices();
+    if (devices.empty() || static_cast<size_t>(devices.front().memory_bytes) < free_needed) {
+      GTEST_SKIP() << "less than 20 GiB on cuda:0";
+    }
+    const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+    const torch::Tensor q = torch::randn({2, 16, 8200, 4}, options), w = torch::randn({5, 4}, options);
+    const torch::Tensor out = ops::relative_position_scores(q, w, torch::Tensor(), 2, 1.0);
+    ASSERT_GT(out.numel(), int64_t{1} << 31);
+    // The last row of the last head: far from the first 2^31 elements.
+    const torch::Tensor row = out[1][15][8199].cpu();
+    const torch::Tensor expected =
+        torch::matmul(q[1][15][8199].cpu(), w.cpu().t()).index({torch::indexing::Slice(0, 3)});  // j - i in [-2, 0]
+    EXPECT_TRUE(torch::allclose(row.index({torch::indexing::Slice(8197, 8200)}), expected, 1e-4, 1e-4));
+    EXPECT_NEAR(row[0].item<double>(), expected[0].item<double>(), 1e-4);  // beyond the radius: the edge value
+  }
+}
+
+// `pretrain --device cuda --steps 2`: the fused and the reference kernels give the same losses, with and
+// without --amp.
+TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
+  CABERT_REQUIRE_CUDA();
+  const std::string dir = testing::temp_dir();
+  const std::string binary = CABERT_BINARY, sample = std::string(CABERT_SOURCE_DIR) + "/recipes/quickstart/data";
+  auto run = [&](const std::string& command) {
+    ASSERT_EQ(std::system((command + " > " + dir + "/out 2> " + dir + "/err").c_str()), 0)
+        << command << "\n" << testing::read_text(dir + "/err");
+  };
+  run(binary + " -q tokenize train -i " + sample + "/gutenberg/11-0.txt --input-format gutenberg --vocab-size 300 " +
+      "--model-prefix " + dir + "/tok");
+  run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
+      "gutenberg --max-length 32 -o " + dir + "/corpus");
+  for (const char* preset : {"bert-tiny-composite", "convbert-tiny", "dynamicconv-tiny"}) {
+    for (const char* amp : {"", " --amp"}) {
+      std::string losses[2];
+      int index = 0;
+      for (const char* kernels : {"fused", "reference"}) {
+        const std::string model_dir = str(dir, "/", preset, kernels, amp[0] ? "-amp" : "");
+        run(str(binary, " pretrain --preset ", preset, " --corpus ", dir, "/corpus --model-dir ", model_dir,
+                " --steps 2 --batch-size 4 --device cuda --kernels ", kernels, amp));
+        run(str(binary, " inspect --json --limit -1 ", model_dir, "/metrics.cabert"));
+        std::istringstream lines(testing::read_text(dir + "/out"));
+        for (std::string line; std::getline(lines, line);) {
+          const size_t at = line.find("\"loss\":");
+          if (line.find("\"phase\":\"train\"") != std::string::npos && at != std::string::npos) {
+            losses[index] += line.substr(at + 7, line.find_first_of(",}", at) - at - 7) + " ";
+          }
+        }
+        ++index;
+      }
+      ASSERT_FALSE(losses[0].empty()) << preset << amp;
+      std::istringstream fused(losses[0]), reference(losses[1]);
+      double a = 0, b = 0;
+      while (fused >> a && reference >> b) EXPECT_NEAR(a, b, amp[0] ? 2e-2 : 1e-4) << preset << amp;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace cabert

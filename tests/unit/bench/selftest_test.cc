@@ -1,0 +1,73 @@
+// `cabert selftest`'s pieces that run anywhere: which compiled GPU code a device would run (CUDA's compatibility
+// rules: SASS within a major version at an equal or higher minor, arch-specific "a" SASS on its own version
+// only, PTX on anything at least as new), the error measure, the device list, and a full run on the CPU.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "kernels/build_info.h"
+#include "lib/bench/selftest.h"
+#include "lib/core/errors.h"
+
+namespace cabert {
+namespace {
+
+TEST(Selftest, CudaImageFollowsCudasCompatibilityRules) {
+  const std::string built = "sm_80 sm_86 sm_89 sm_90 compute_90";
+  EXPECT_EQ(kernels::cuda_image_for(built, 8, 6), "SASS sm_86");
+  EXPECT_EQ(kernels::cuda_image_for(built, 8, 7), "SASS sm_86 (binary-compatible)");
+  EXPECT_EQ(kernels::cuda_image_for(built, 9, 0), "SASS sm_90");
+  EXPECT_EQ(kernels::cuda_image_for(built, 10, 0), "PTX compute_90 (JIT-compiled)");
+  EXPECT_EQ(kernels::cuda_image_for(built, 12, 0), "PTX compute_90 (JIT-compiled)");
+  EXPECT_EQ(kernels::cuda_image_for(built, 7, 5), "");  // older than everything built: no image
+  EXPECT_EQ(kernels::cuda_image_for("sm_80 sm_86", 9, 0), "");  // newer, without PTX: the failure PTX prevents
+  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_80", 9, 0), "PTX compute_80 (JIT-compiled)");
+  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_80", 9, 0).find("sm_90a"), std::string::npos);
+}
+
+TEST(Selftest, RelativeMaxErrorScalesByTheReferenceAndCatchesBadValues) {
+  const auto f64 = torch::TensorOptions().dtype(torch::kDouble);
+  const torch::Tensor reference = torch::tensor({100.0, -50.0}, f64), off = torch::tensor({100.5, -50.0}, f64);
+  EXPECT_DOUBLE_EQ(bench::relative_max_error({off}, {reference}), 0.5 / 100.0);
+  const torch::Tensor small = torch::tensor({0.25}, f64), small_off = torch::tensor({0.5}, f64);
+  EXPECT_DOUBLE_EQ(bench::relative_max_error({small_off}, {small}), 0.25);  // absolute below magnitude 1
+  EXPECT_TRUE(std::isinf(bench::relative_max_error({torch::tensor({NAN})}, {torch::tensor({1.0})})));
+  EXPECT_TRUE(std::isinf(bench::relative_max_error({torch::zeros({2})}, {torch::zeros({3})})));
+  EXPECT_TRUE(std::isinf(bench::relative_max_error({reference}, {reference, reference})));
+  EXPECT_EQ(bench::relative_max_error({reference}, {reference}), 0.0);
+}
+
+TEST(Selftest, DevicesAndTheirErrors) {
+  const auto cpu = bench::selftest_devices("cpu");
+  ASSERT_EQ(cpu.size(), 1u);
+  EXPECT_TRUE(cpu.front().is_cpu());
+  const auto all = bench::selftest_devices("all");
+  EXPECT_EQ(all.size(), 1 + kernels::cuda_devices().size());
+  if (kernels::cuda_devices().empty()) {
+    try {
+      bench::selftest_devices("cuda");
+      ADD_FAILURE() << "--device cuda without a CUDA device was accepted";
+    } catch (const UsageError& error) {
+      EXPECT_EQ(std::string(error.what()), "--device cuda: this machine has no CUDA device");
+    }
+  }
+  EXPECT_THROW(bench::selftest_devices("gpu"), UsageError);
+}
+
+TEST(Selftest, EveryFusedOpAgreesWithTheReferenceOnTheCpu) {
+  std::vector<std::string> reported;
+  const auto checks = bench::run_selftest({torch::Device(torch::kCPU)}, [&](const bench::SelftestCheck& check) {
+    reported.push_back(check.op);
+  });
+  ASSERT_EQ(checks.size(), 8u);  // the ops with a fused and a reference path
+  EXPECT_EQ(reported.size(), checks.size());
+  for (const auto& check : checks) {
+    EXPECT_TRUE(check.ok) << check.op << ": " << check.max_error;
+    EXPECT_GT(check.max_error, 0.0) << check.op << ": the fused and reference paths gave identical bits, so the "
+                                                  "check may compare a path with itself";
+    EXPECT_EQ(check.device, "cpu");
+  }
+}
+
+}  // namespace
+}  // namespace cabert
