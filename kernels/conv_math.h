@@ -92,15 +92,24 @@ CABERT_HOST_DEVICE T conv_tap_grad_element(const T* grad, const T* x, const bool
   return sum;
 }
 
-// d loss / d weight[c, k] of a position-independent weight, contribution of one row (summed over t).
+// d loss / d weight[c, k] of a position-independent weight, contribution of the outputs t in [t_begin, t_end) of
+// one row (the CUDA kernel splits T into chunks summed afterwards).
 template <typename T>
-CABERT_HOST_DEVICE T conv_weight_grad_element(const T* grad, const T* x, const bool* mask, int64_t c, int64_t k,
-                                              int64_t length, int64_t channels, int64_t pad) {
+CABERT_HOST_DEVICE T conv_weight_grad_range(const T* grad, const T* x, const bool* mask, int64_t c, int64_t k,
+                                            int64_t t_begin, int64_t t_end, int64_t length, int64_t channels,
+                                            int64_t pad) {
   T sum = T(0);
-  for (int64_t t = max64(0, pad - k); t < min64(length, length + pad - k); ++t) {
+  for (int64_t t = max64(t_begin, pad - k); t < min64(t_end, length + pad - k); ++t) {
     sum += conv_tap_grad_element(grad, x, mask, t, k, c, c + 1, length, channels, pad);
   }
   return sum;
+}
+
+// The same over the whole row (summed over t).
+template <typename T>
+CABERT_HOST_DEVICE T conv_weight_grad_element(const T* grad, const T* x, const bool* mask, int64_t c, int64_t k,
+                                              int64_t length, int64_t channels, int64_t pad) {
+  return conv_weight_grad_range(grad, x, mask, c, k, 0, length, length, channels, pad);
 }
 
 // out[i, j] of one (batch, head) score matrix: band[i, r] (q . w[r] * scale, or nullptr) + beta[r] (or nullptr).
@@ -124,6 +133,17 @@ CABERT_HOST_DEVICE T relpos_band_grad_element(const T* grad_row, int64_t i, int6
   T sum = T(0);
   for (int64_t j = j_begin; j < j_end; ++j) sum += grad_row[j];
   return sum;
+}
+
+// Row i of a score matrix splits into the low tail j <= i - radius (all of r = 0), the single elements
+// j = i + r - radius of 0 < r < 2 radius, and the high tail j >= i + radius (all of r = 2 radius); with radius 0
+// the one offset takes the whole row. The CUDA reduction sums each tail with a warp: [0, low_end) and
+// [high_begin, length).
+CABERT_HOST_DEVICE int64_t relpos_low_tail_end(int64_t i, int64_t radius, int64_t length) {
+  return radius == 0 ? length : max64(0, min64(i - radius + 1, length));
+}
+CABERT_HOST_DEVICE int64_t relpos_high_tail_begin(int64_t i, int64_t radius, int64_t length) {
+  return min64(max64(i + radius, 0), length);
 }
 
 }  // namespace cabert::kernels::math

@@ -31,6 +31,16 @@ void launch(int64_t n, Kernel kernel, Args... args) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// A kernel that gives each of its n items a whole warp (CABERT_WARP_LOOP).
+template <typename Kernel, typename... Args>
+void launch_warps(int64_t n, Kernel kernel, Args... args) {
+  if (n == 0) return;
+  constexpr int64_t kWarpsPerBlock = kThreads / 32;
+  const int blocks = static_cast<int>(math::min64((n + kWarpsPerBlock - 1) / kWarpsPerBlock, kMaxBlocks));
+  kernel<<<blocks, kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(n, args...);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 const bool* mask_data(const at::Tensor& mask) { return mask.defined() ? mask.data_ptr<bool>() : nullptr; }
 
 // ---- lightweight / depthwise: weight [G, K], channel c uses row c / (C / G) ----
@@ -62,17 +72,43 @@ __global__ void grouped_input_grad_kernel(int64_t n, const T* grad, const T* wei
   }
 }
 
-// partial [B, C, K]: the weight gradient of each batch element (summed over B afterwards).
+// partial [B, chunks, K, C]: the weight gradient of each batch element and chunk of T (summed afterwards).
+// Adjacent threads take adjacent channels, so each step over t reads contiguous grad and x rows (coalesced),
+// and the chunks of T give the GPU B * chunks * K * C threads instead of B * C * K threads each walking all of T.
 template <typename T>
 __global__ void grouped_weight_grad_kernel(int64_t n, const T* grad, const T* x, const bool* mask, T* partial,
-                                           int64_t length, int64_t channels, int64_t kernel_size, int64_t pad) {
+                                           int64_t length, int64_t channels, int64_t kernel_size, int64_t pad,
+                                           int64_t chunks, int64_t chunk_length) {
   CABERT_GRID_LOOP(index, n) {
-    const int64_t k = index % kernel_size, c = (index / kernel_size) % channels,
-                  b = index / (kernel_size * channels);
-    partial[index] = math::conv_weight_grad_element(grad + b * length * channels, x + b * length * channels,
-                                                    math::mask_row(mask, b, length), c, k, length, channels, pad);
+    const int64_t c = index % channels, k = (index / channels) % kernel_size,
+                  chunk = (index / (channels * kernel_size)) % chunks,
+                  b = index / (channels * kernel_size * chunks);
+    const int64_t t_begin = chunk * chunk_length, t_end = math::min64(length, t_begin + chunk_length);
+    partial[index] = math::conv_weight_grad_range(grad + b * length * channels, x + b * length * channels,
+                                                  math::mask_row(mask, b, length), c, k, t_begin, t_end, length,
+                                                  channels, pad);
   }
 }
+
+// Chunks of T for the weight gradient: enough threads to fill a large GPU (about 2^18), each chunk at least 32
+// positions long; a function of the shapes only, so the summation order (and the result) is the same on every GPU.
+int64_t weight_grad_chunks(int64_t batch, int64_t length, int64_t channels, int64_t kernel_size) {
+  const int64_t threads = math::max64(1, batch * channels * kernel_size);
+  const int64_t wanted = math::max64(1, (int64_t{1} << 18) / threads);
+  return math::max64(1, math::min64(wanted, (length + 31) / 32));
+}
+
+// Sum over the 32 lanes of a warp (every lane gets it).
+template <typename T>
+__device__ T warp_sum(T value) {
+  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  return value;
+}
+
+// The warps of the grid: warp w of n_warps takes items w, w + n_warps, ... (every lane of a warp alike).
+#define CABERT_WARP_LOOP(item, n)                                                                         \
+  for (int64_t item = (blockIdx.x * int64_t(blockDim.x) + threadIdx.x) / 32; item < (n);                 \
+       item += int64_t(blockDim.x) * gridDim.x / 32)
 
 // ---- dynamic: kernels [B, T, H, K] ----
 
@@ -102,17 +138,26 @@ __global__ void dynamic_input_grad_kernel(int64_t n, const T* grad, const T* ker
   }
 }
 
+// One warp per kernel tap (b, t, h, k): the lanes stride over the head's channels (coalesced reads of the grad
+// and x rows) and a warp sum replaces the serial dot product.
 template <typename T>
 __global__ void dynamic_kernel_grad_kernel(int64_t n, const T* grad, const T* x, const bool* mask, T* grad_kernels,
                                            int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
                                            int64_t pad) {
-  CABERT_GRID_LOOP(index, n) {
+  const int lane = threadIdx.x % 32;
+  CABERT_WARP_LOOP(index, n) {
     const int64_t k = index % kernel_size, h = (index / kernel_size) % heads,
                   t = (index / (kernel_size * heads)) % length, b = index / (kernel_size * heads * length);
-    const int64_t head_size = channels / heads;
-    grad_kernels[index] = math::conv_tap_grad_element(grad + b * length * channels, x + b * length * channels,
-                                                      math::mask_row(mask, b, length), t, k, h * head_size,
-                                                      (h + 1) * head_size, length, channels, pad);
+    const int64_t head_size = channels / heads, s = t + k - pad;
+    const bool* m = math::mask_row(mask, b, length);
+    T sum = T(0);
+    if (s >= 0 && s < length && math::is_real(m, t) && math::is_real(m, s)) {
+      const T* g = grad + (b * length + t) * channels + h * head_size;
+      const T* v = x + (b * length + s) * channels + h * head_size;
+      for (int64_t c = lane; c < head_size; c += 32) sum += g[c] * v[c];
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) grad_kernels[index] = sum;
   }
 }
 
@@ -129,12 +174,33 @@ __global__ void relpos_expand_kernel(int64_t n, const T* band, const T* beta, T*
   }
 }
 
+// One warp per score-matrix row: the single elements of the inner offsets are copied lane by lane, and the two
+// clipped tails (all j <= i - radius, all j >= i + radius: each up to a whole row) are summed by all 32 lanes
+// with coalesced reads, instead of one thread per tail.
 template <typename T>
 __global__ void relpos_reduce_kernel(int64_t n, const T* grad, T* band_grad, int64_t length, int64_t radius) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t width = 2 * radius + 1;
-    const int64_t r = index % width, row = index / width;
-    band_grad[index] = math::relpos_band_grad_element(grad + row * length, row % length, r, length, radius);
+  const int lane = threadIdx.x % 32;
+  const int64_t width = 2 * radius + 1;
+  CABERT_WARP_LOOP(row, n) {
+    const int64_t i = row % length;
+    const T* g = grad + row * length;
+    T* out = band_grad + row * width;
+    for (int64_t r = 1 + lane; r < width - 1; r += 32) {
+      const int64_t j = i + r - radius;
+      out[r] = j >= 0 && j < length ? g[j] : T(0);
+    }
+    T low = T(0), high = T(0);
+    const int64_t low_end = math::relpos_low_tail_end(i, radius, length);
+    for (int64_t j = lane; j < low_end; j += 32) low += g[j];
+    if (radius > 0) {
+      for (int64_t j = math::relpos_high_tail_begin(i, radius, length) + lane; j < length; j += 32) high += g[j];
+    }
+    low = warp_sum(low);
+    high = warp_sum(high);
+    if (lane == 0) {
+      out[0] = low;
+      if (radius > 0) out[width - 1] = high;
+    }
   }
 }
 
@@ -163,15 +229,18 @@ void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
   const c10::cuda::CUDAGuard device_guard(x.device());
   const int64_t batch = x.size(0), length = x.size(1), channels = x.size(2), kernel_size = weight.size(1);
   grad_x = at::empty_like(x);
-  at::Tensor partial = at::empty({batch, channels, kernel_size}, x.options());
+  const int64_t chunks = weight_grad_chunks(batch, length, channels, kernel_size);
+  const int64_t chunk_length = (length + chunks - 1) / chunks;
+  at::Tensor partial = at::empty({batch, chunks, kernel_size, channels}, x.options());
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_backward_cuda", [&] {
     launch(x.numel(), grouped_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
            mask_data(mask), grad_x.data_ptr<scalar_t>(), length, channels, channels / weight.size(0), kernel_size,
            pad);
     launch(partial.numel(), grouped_weight_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-           mask_data(mask), partial.data_ptr<scalar_t>(), length, channels, kernel_size, pad);
+           mask_data(mask), partial.data_ptr<scalar_t>(), length, channels, kernel_size, pad, chunks,
+           chunk_length);
   });
-  grad_weight_per_channel = partial.sum(0);
+  grad_weight_per_channel = partial.sum(at::IntArrayRef{0, 1}).t().contiguous();  // [K, C] -> [C, K]
 }
 
 at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t pad, const at::Tensor& mask) {
@@ -193,7 +262,7 @@ void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
     launch(x.numel(), dynamic_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
            mask_data(mask), grad_x.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3),
            pad);
-    launch(kernels.numel(), dynamic_kernel_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
+    launch_warps(kernels.numel(), dynamic_kernel_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
            mask_data(mask), grad_kernels.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2),
            kernels.size(3), pad);
   });
@@ -216,8 +285,8 @@ at::Tensor relpos_reduce(const at::Tensor& grad, int64_t radius) {
   const int64_t length = grad.size(3);
   at::Tensor band_grad = at::empty({grad.size(0), grad.size(1), length, 2 * radius + 1}, grad.options());
   AT_DISPATCH_FLOATING_TYPES(grad.scalar_type(), "relpos_reduce_cuda", [&] {
-    launch(band_grad.numel(), relpos_reduce_kernel<scalar_t>, grad.data_ptr<scalar_t>(),
-           band_grad.data_ptr<scalar_t>(), length, radius);
+    launch_warps(grad.numel() / math::max64(length, 1), relpos_reduce_kernel<scalar_t>, grad.data_ptr<scalar_t>(),
+                 band_grad.data_ptr<scalar_t>(), length, radius);
   });
   return band_grad;
 }

@@ -134,5 +134,72 @@ TEST(ConvMath, RelativePositionElementsMatchReference) {
     }
 }
 
+// The CUDA relpos reduction's row split (a warp per row: inner offsets copied, the two clipped tails summed over
+// [0, relpos_low_tail_end) and [relpos_high_tail_begin, T)), replayed on the CPU with 32 lanes and a tree sum,
+// gives the per-element band gradient.
+TEST(ConvMath, RelativePositionRowSplitGivesTheBandGradient) {
+  torch::manual_seed(24);
+  for (int64_t T : {1, 2, 5, 40, 100})
+    for (int64_t n : {0, 1, 3, 9, 60}) {
+      const int64_t width = 2 * n + 1;
+      const torch::Tensor row_grad = torch::randn({T, T}, f64());
+      const double* g_all = row_grad.data_ptr<double>();
+      for (int64_t i = 0; i < T; ++i) {
+        const double* g = g_all + i * T;
+        std::vector<double> out(width, -1.0);
+        for (int64_t r = 1; r < width - 1; ++r) {
+          const int64_t j = i + r - n;
+          out[r] = j >= 0 && j < T ? g[j] : 0.0;
+        }
+        double low_lanes[32] = {}, high_lanes[32] = {};
+        for (int lane = 0; lane < 32; ++lane) {
+          for (int64_t j = lane; j < math::relpos_low_tail_end(i, n, T); j += 32) low_lanes[lane] += g[j];
+          if (n > 0) {
+            for (int64_t j = math::relpos_high_tail_begin(i, n, T) + lane; j < T; j += 32) high_lanes[lane] += g[j];
+          }
+        }
+        for (int offset = 16; offset > 0; offset /= 2) {  // __shfl_xor_sync's butterfly, lane 0's view
+          for (int lane = 0; lane < offset; ++lane) {
+            low_lanes[lane] += low_lanes[lane + offset];
+            high_lanes[lane] += high_lanes[lane + offset];
+          }
+        }
+        out[0] = low_lanes[0];
+        if (n > 0) out[width - 1] = high_lanes[0];
+        for (int64_t r = 0; r < width; ++r) {
+          EXPECT_NEAR(out[r], math::relpos_band_grad_element(g, i, r, T, n), 1e-12) << "T=" << T << " n=" << n
+                                                                                    << " i=" << i << " r=" << r;
+        }
+      }
+    }
+}
+
+// The CUDA weight gradient splits T into chunks (conv_weight_grad_range) and sums them: the same as the whole row.
+TEST(ConvMath, WeightGradientChunksSumToTheWholeRow) {
+  torch::manual_seed(25);
+  const int64_t C = 3;
+  for (int64_t T : {1, 7, 33, 100})
+    for (int64_t K : {1, 4, 17, 40})
+      for (int64_t pad : {int64_t{0}, K / 2, K - 1})
+        for (int64_t chunk_length : {int64_t{1}, int64_t{5}, int64_t{32}, T}) {
+          const torch::Tensor grad = torch::randn({T, C}, f64()), x = torch::randn({T, C}, f64());
+          torch::Tensor mask = torch::rand({T}) > 0.3;
+          for (int64_t c = 0; c < C; ++c)
+            for (int64_t k = 0; k < K; ++k) {
+              double chunked = 0;
+              for (int64_t t0 = 0; t0 < T; t0 += chunk_length) {
+                chunked += math::conv_weight_grad_range(grad.data_ptr<double>(), x.data_ptr<double>(),
+                                                        mask.data_ptr<bool>(), c, k, t0,
+                                                        std::min(T, t0 + chunk_length), T, C, pad);
+              }
+              EXPECT_NEAR(chunked,
+                          math::conv_weight_grad_element(grad.data_ptr<double>(), x.data_ptr<double>(),
+                                                         mask.data_ptr<bool>(), c, k, T, C, pad),
+                          1e-12)
+                  << "T=" << T << " K=" << K << " pad=" << pad << " chunk " << chunk_length;
+            }
+        }
+}
+
 }  // namespace
 }  // namespace cabert
