@@ -20,8 +20,10 @@ def bad_input(message):
 
 # cabert op -> public rows that implement the same computation (issue 5's table).
 PUBLIC_ROWS = {
-    "lightconv": ["fairseq-lightconv-band", "fairseq-lightconv-unfold", "fairseq-lightconv-conv1d"],
-    "dynamicconv": ["fairseq-dynamicconv-band", "fairseq-dynamicconv-unfold"],
+    # (the -cuda rows: fairseq's own CUDA kernels, in a DEVICE=cuda run)
+    "lightconv": ["fairseq-lightconv-band", "fairseq-lightconv-unfold", "fairseq-lightconv-conv1d",
+                  "fairseq-lightconv-cuda"],
+    "dynamicconv": ["fairseq-dynamicconv-band", "fairseq-dynamicconv-unfold", "fairseq-dynamicconv-cuda"],
     # HF has no SDConv module of its own: its self-attention block (SDConv + H/2 attention heads) is the
     # issue's SDConv row. convbert-attention is cabert's block of exactly that scope.
     "sdconv": ["hf-convbert-selfattn"],

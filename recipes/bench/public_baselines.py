@@ -12,8 +12,14 @@ Rows (public modules, imported from the installed packages, never copied):
   depthwise-conv1d            torch.nn.Conv1d(C, C, K, groups=C), for scale
 Extra rows (only with --rows ... or --rows all):
   fairseq-lightconv-unfold    fairseq.modules.LightweightConv1dTBC, forward(x, unfold=True)
+  fairseq-lightconv-cuda      fairseq.modules.lightconv_layer.LightconvLayer: fairseq's CUDA kernels (--device cuda;
+                              the lightconv_cuda extension built from fairseq's source, K in 3,5,7,15,31,63,127,255)
+  fairseq-dynamicconv-cuda    fairseq.modules.dynamicconv_layer.DynamicconvLayer (dynamicconv_cuda), likewise
   torch-mha-weights           torch.nn.MultiheadAttention with need_weights=True (the math path that returns
                               the averaged attention weights, the default call in PyTorch 1.x code)
+
+With --device cuda every row runs on the GPU: each timed run is synchronised, and the peak extra memory is the
+CUDA caching allocator's peak above what the inputs hold (torch.cuda.max_memory_allocated).
 
 Every (row, T) case runs in a fresh child process by default (clean allocator, and a failed or killed case does
 not take the table down). Peak extra memory is the kernel's peak RSS (VmHWM, reset through /proc/self/clear_refs
@@ -47,7 +53,9 @@ DEFAULT_ROWS = [
     "torch-mha",
     "depthwise-conv1d",
 ]
-EXTRA_ROWS = ["fairseq-lightconv-unfold", "torch-mha-weights"]
+EXTRA_ROWS = ["fairseq-lightconv-unfold", "torch-mha-weights", "fairseq-lightconv-cuda", "fairseq-dynamicconv-cuda"]
+# The kernel sizes fairseq's generated CUDA kernels exist for (fairseq/modules/*_layer/cuda_function_gen.py).
+FAIRSEQ_CUDA_KERNEL_SIZES = (3, 5, 7, 15, 31, 63, 127, 255)
 ALL_ROWS = DEFAULT_ROWS + EXTRA_ROWS
 
 FAIRSEQ_VERSION = "0.12.2"
@@ -154,14 +162,29 @@ def quadratic_bytes(row, T, K, B, C, H):
     return 8 * B * T * C * f
 
 
-def build_case(row, T, K, B, C, H, fairseq_opts):
-    """Return (module, input tensor, forward function). Output has the input's shape."""
+def load_fairseq_cuda_layer(row, fairseq_opts):
+    """fairseq's LightconvLayer / DynamicconvLayer, whose import loads the compiled lightconv_cuda /
+    dynamicconv_cuda extension; Unsupported when it was not built."""
+    import importlib
+
+    _, versions = load_fairseq(*fairseq_opts)  # registers fairseq's packages without running fairseq/__init__.py
+    name = "lightconv" if row == "fairseq-lightconv-cuda" else "dynamicconv"
+    try:
+        module = importlib.import_module("fairseq.modules.%s_layer.%s_layer" % (name, name))
+    except ImportError as e:
+        raise Unsupported("%s_cuda is not built (%s): cd fairseq/modules/%s_layer && python cuda_function_gen.py && "
+                          "python setup.py install" % (name, e, name))
+    return (module.LightconvLayer if name == "lightconv" else module.DynamicconvLayer), versions
+
+
+def build_case(row, T, K, B, C, H, fairseq_opts, device="cpu"):
+    """Return (module, input tensor, forward function) on `device`. Output has the input's shape."""
     import torch
 
     P = (K - 1) // 2  # centred padding (fairseq's encoder: K // 2 for odd K; the left part for even K)
     same = P if K % 2 == 1 else "same"
     versions = {}
-    if row.startswith("fairseq-"):
+    if row.startswith("fairseq-") and not row.endswith("-cuda"):
         (DynamicConv1dTBC, LightweightConv1dTBC, LightweightConv1d), versions = load_fairseq(*fairseq_opts)
     if row in ("fairseq-dynamicconv-band", "fairseq-dynamicconv-unfold"):
         m = DynamicConv1dTBC(C, kernel_size=K, padding_l=P, num_heads=H, weight_dropout=0.0, weight_softmax=True)
@@ -203,11 +226,40 @@ def build_case(row, T, K, B, C, H, fairseq_opts):
         m = torch.nn.Conv1d(C, C, K, groups=C, padding=same, bias=False)
         x = torch.randn(B, C, T)
         fwd = lambda: m(x)  # noqa: E731
+    elif row in ("fairseq-lightconv-cuda", "fairseq-dynamicconv-cuda"):
+        if not str(device).startswith("cuda"):
+            raise Unsupported("fairseq's CUDA kernels run with --device cuda only")
+        if K not in FAIRSEQ_CUDA_KERNEL_SIZES:
+            raise Unsupported("fairseq's CUDA kernels exist for K in %s only" % (FAIRSEQ_CUDA_KERNEL_SIZES,))
+        layer, versions = load_fairseq_cuda_layer(row, fairseq_opts)
+        m = layer(C, kernel_size=K, padding_l=P, weight_softmax=True, num_heads=H, weight_dropout=0.0)
+        x = torch.randn(T, B, C)
+        fwd = lambda: m(x)  # noqa: E731
     else:
         raise ValueError("unknown row " + row)
     m.train()
+    if str(device) != "cpu":
+        m.to(device)
+        x = x.to(device)
+        if row == "hf-convbert-selfattn":
+            mask = mask.to(device)
+            fwd = lambda: m(x, attention_mask=mask)[0]  # noqa: E731
+        else:
+            fwd = _rebind(row, m, x, fwd)
     x.requires_grad_(True)
     return m, x, fwd, versions
+
+
+def _rebind(row, m, x, fwd):
+    """The forward of build_case's row again, on the moved input (the lambdas there closed over the CPU one)."""
+    if row in ("fairseq-dynamicconv-band", "fairseq-dynamicconv-unfold", "fairseq-lightconv-band",
+               "fairseq-lightconv-unfold"):
+        unfold = row.endswith("unfold")
+        return lambda: m(x, unfold=unfold)
+    if row in ("torch-mha", "torch-mha-weights"):
+        need = row == "torch-mha-weights"
+        return lambda: m(x, x, x, need_weights=need)[0]
+    return lambda: m(x)
 
 
 # ----------------------------------------------------------------------------------------------- memory
@@ -238,7 +290,13 @@ def run_case(row, T, K, a):
 
     torch.set_num_threads(a.threads)
     torch.manual_seed(0)
-    res = {"row": row, "T": T, "K": K}
+    res = {"row": row, "T": T, "K": K, "device": a.device}
+    cuda = a.device.startswith("cuda")
+
+    def sync():
+        if cuda:
+            torch.cuda.synchronize(a.device)
+
     est = quadratic_bytes(row, T, K, a.batch, a.channels, a.heads)
     if a.max_gb > 0 and est > a.max_gb * 2**30:
         res["skipped"] = "est. %.1f GiB > --max-gb %g" % (est / 2**30, a.max_gb)
@@ -248,18 +306,22 @@ def run_case(row, T, K, a):
         # One untimed pass of the same row at a short length first: it pages in the code and initialises
         # MKL/oneDNN, so that the peak below is the case's own memory and not these one-time costs.
         # (With a dense upstream gradient like the timed runs: sum()'s expanded one takes other kernels.)
-        m, x, fwd, _ = build_case(row, PRETOUCH_T, K, a.batch, a.channels, a.heads, fs)
+        m, x, fwd, _ = build_case(row, PRETOUCH_T, K, a.batch, a.channels, a.heads, fs, a.device)
         for _ in range(2):
             y = fwd()
             y.backward(torch.randn_like(y))
         del m, x, fwd, y
         torch.manual_seed(0)
-        m, x, fwd, versions = build_case(row, T, K, a.batch, a.channels, a.heads, fs)
+        m, x, fwd, versions = build_case(row, T, K, a.batch, a.channels, a.heads, fs, a.device)
         res.update(versions)
         params = [p for p in m.parameters() if p.requires_grad]
         g = torch.randn_like(x)  # random upstream gradient (every row's output has its input's shape)
+        sync()
         can_reset = reset_peak_rss()
         rss0 = _status_kb("VmRSS")
+        if cuda:
+            torch.cuda.reset_peak_memory_stats(a.device)
+            cuda0 = torch.cuda.memory_allocated(a.device)
         times = []
         for i in range(a.warmup + a.repeats):
             x.grad = None
@@ -268,6 +330,7 @@ def run_case(row, T, K, a):
             t0 = time.perf_counter()
             y = fwd()
             y.backward(g)
+            sync()
             t1 = time.perf_counter()
             if i == 0 and y.shape != x.shape:
                 raise RuntimeError("output shape %s != input shape %s" % (tuple(y.shape), tuple(x.shape)))
@@ -275,7 +338,9 @@ def run_case(row, T, K, a):
             if i >= a.warmup:
                 times.append((t1 - t0) * 1e3)
         hwm = _status_kb("VmHWM")
-        if can_reset and rss0 is not None and hwm is not None:
+        if cuda:
+            res["peak_extra_mib"] = round((torch.cuda.max_memory_allocated(a.device) - cuda0) / 2**20, 1)
+        elif can_reset and rss0 is not None and hwm is not None:
             res["peak_extra_mib"] = round(max(0, hwm - rss0) / 1024.0, 1)
         res["times_ms"] = [round(t, 3) for t in times]
         res.update(summarize(times))
@@ -305,7 +370,7 @@ def run_isolated(row, T, K, a):
     cmd = [sys.executable, os.path.abspath(__file__), "--_child", json.dumps([row, T, K]),
            "--batch", str(a.batch), "--channels", str(a.channels), "--heads", str(a.heads),
            "--threads", str(a.threads), "--repeats", str(a.repeats), "--warmup", str(a.warmup),
-           "--max-gb", str(a.max_gb)]
+           "--max-gb", str(a.max_gb), "--device", a.device]
     if a.fairseq_src:
         cmd += ["--fairseq-src", a.fairseq_src]
     if a.fairseq_full_import:
@@ -425,7 +490,8 @@ def print_table(results, facts, versions, a):
     if a.format == "json":
         print(json.dumps({"machine": facts, "versions": versions, "settings": {
             "batch": a.batch, "channels": a.channels, "heads": a.heads, "threads": a.threads,
-            "repeats": a.repeats, "warmup": a.warmup, "dtype": "float32", "pass": "forward+backward"},
+            "repeats": a.repeats, "warmup": a.warmup, "dtype": "float32", "pass": "forward+backward",
+            "device": a.device},
             "header": head, "results": results}, indent=1))
         return
     if a.layout == "wide":
@@ -524,6 +590,7 @@ def main(argv=None):
                          "<venv>/src/fairseq-%s)" % FAIRSEQ_VERSION)
     ap.add_argument("--fairseq-full-import", action="store_true",
                     help="import fairseq the ordinary way (`from fairseq.modules import ...`); fails on Python 3.11")
+    ap.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
     ap.add_argument("--_child", default=None, help=argparse.SUPPRESS)
     a = ap.parse_args(argv)
     if a.threads < 1 or a.repeats < 1 or a.warmup < 0:
