@@ -2,7 +2,11 @@
 
 #include <sstream>
 
+#include "kernels/build_info.h"
 #include "kernels/cpu/attention_cpu.h"
+#ifdef CABERT_WITH_CUDA
+#include "kernels/cuda/attention_cuda.h"
+#endif
 #include "kernels/philox.h"
 #include "lib/core/errors.h"
 
@@ -29,7 +33,12 @@ AttentionInputs checked(const AttentionInputs& in) {
   require(in.q.defined() && in.q.dim() == 4, str("expected q of shape [B, N, T, d], got ", shape_of(in.q)));
   require(in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble,
           str("expected q to be float or double, got ", in.q.scalar_type()));
-  require(in.q.is_cpu(), str("the fused kernel runs on CPU tensors, got q on ", in.q.device()));
+  require(in.q.is_cpu() || in.q.is_cuda(), str("expected CPU or CUDA tensors, got q on ", in.q.device()));
+  if (in.q.is_cuda()) {
+    require_cuda_build(kOp);
+    require(in.q.size(3) <= kMaxCudaHeadSize,
+            str("the CUDA kernel takes heads of at most ", kMaxCudaHeadSize, " dimensions, got ", in.q.size(3)));
+  }
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k", in.k}, {"v", in.v}}) {
     require(t.defined() && t.sizes() == in.q.sizes(), str("expected ", name, " of shape ", shape_of(in.q),
                                                           " (as q), got ", shape_of(t)));
@@ -59,14 +68,23 @@ AttentionInputs checked(const AttentionInputs& in) {
   c.v = rows_contiguous(in.v);
   if (c.query_band.defined()) c.query_band = c.query_band.contiguous();
   if (c.key_band.defined()) c.key_band = c.key_band.contiguous();
-  if (c.key_mask.defined()) c.key_mask = c.key_mask.to(at::kCPU).contiguous();
+  if (c.key_mask.defined()) c.key_mask = c.key_mask.to(in.q.device()).contiguous();
   return c;
 }
 
 }  // namespace
 
+// The device switch of the two entry points below.
+#ifdef CABERT_WITH_CUDA
+#define CABERT_ATTENTION_CALL(on_cuda, function, ...) \
+  ((on_cuda) ? cuda::function(__VA_ARGS__) : cpu::function(__VA_ARGS__))
+#else
+#define CABERT_ATTENTION_CALL(on_cuda, function, ...) cpu::function(__VA_ARGS__)
+#endif
+
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
-  return cpu::relative_attention_forward(checked(in));
+  const AttentionInputs c = checked(in);
+  return CABERT_ATTENTION_CALL(c.q.is_cuda(), relative_attention_forward, c);
 }
 
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
@@ -76,7 +94,9 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   AttentionOutputs saved = forward;
   saved.out = rows_contiguous(forward.out);
   saved.logsumexp = forward.logsumexp.contiguous();
-  return cpu::relative_attention_backward(rows_contiguous(grad_out.to(in.q.scalar_type())), checked(in), saved);
+  const AttentionInputs c = checked(in);
+  return CABERT_ATTENTION_CALL(c.q.is_cuda(), relative_attention_backward,
+                               rows_contiguous(grad_out.to(in.q.scalar_type())), c, saved);
 }
 
 at::Tensor attention_dropout_keep(int64_t batch, int64_t heads, int64_t length, const DropoutDraw& dropout) {

@@ -13,8 +13,9 @@
 // Padding: masked keys take no part. A batch row whose keys are all masked attends uniformly to all of them
 // (what the reference's additive bias of the dtype's lowest value gives), with zero score gradients.
 //
-// Entry points: CPU tensors -> kernels/cpu (float, double); other devices are refused here (lib/ops
-// routes CUDA elsewhere). The reference (the test oracle) is kernels/reference/attention_reference.h.
+// Entry points: CPU tensors -> kernels/cpu (float, double), CUDA tensors -> kernels/cuda (a build with CUDA
+// kernels, heads of at most kMaxCudaHeadSize dimensions); the per-row maths of the CUDA kernel is
+// kernels/attention_math.h. The reference (the test oracle) is kernels/reference/attention_reference.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -22,6 +23,8 @@
 #include <cstdint>
 
 namespace cabert::kernels {
+
+inline constexpr int64_t kMaxCudaHeadSize = 128;  // the CUDA kernel keeps a head-size row per thread
 
 struct DropoutDraw {
   double p = 0;  // probability of dropping; 0: no dropout

@@ -5,6 +5,7 @@
 #include <mutex>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/build_info.h"
 #include "kernels/reference/attention_reference.h"
 #include "lib/ops/kernel_path.h"
 #include "lib/ops/mixed_precision.h"
@@ -62,7 +63,7 @@ kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::T
   return in;
 }
 
-// The fused CPU kernel with its own backward; saves q, k, v, the bands, the output and the row
+// The fused kernel (CPU or CUDA) with its own backward; saves q, k, v, the bands, the output and the row
 // log-sum-exp (linear in T), never a T x T tensor.
 struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAttentionFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
@@ -109,18 +110,23 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
     const std::optional<torch::Tensor> attend = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
     return at::scaled_dot_product_attention(q, k, v, attend, dropout_p, /*is_causal=*/false, scale);
   }
-  if (fused && q.is_cpu() && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
+  // cabert's own kernel: on the CPU, and on CUDA in a build with CUDA kernels for heads of up to
+  // kMaxCudaHeadSize dimensions; larger CUDA heads take SDPA with the relative terms as a bias (quadratic).
+  const bool own_kernel = q.is_cpu() || (q.is_cuda() && kernels::built_with_cuda() &&
+                                         q.size(3) <= kernels::kMaxCudaHeadSize);
+  if (fused && own_kernel && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
     FloatRegion region;
     RelativePositionTerms relative32{to_float32(relative.query_weight), to_float32(relative.beta),
                                      to_float32(relative.key_weight), relative.radius};
     return composite_attention(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout_p);
   }
   const Bands bands = relative_bands(q, k, relative, scale);
-  if (!fused || !q.is_cpu()) {
+  if (!fused || !own_kernel) {
     const kernels::AttentionInputs in =
         attention_inputs(q, k, v, bands, mask, relative.radius, scale, draw_dropout(fused ? 0 : dropout_p));
     if (!fused) return kernels::reference::relative_attention(in, probabilities);
-    // CUDA: the relative terms as SDPA's additive bias (PyTorch's memory-efficient kernel, its dropout).
+    // Large CUDA heads, or CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's
+    // memory-efficient kernel, its dropout).
     torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());
     return at::scaled_dot_product_attention(q, k, v, bias, dropout_p, /*is_causal=*/false, scale);
   }

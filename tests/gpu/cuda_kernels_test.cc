@@ -1,9 +1,9 @@
 // CUDA paths (label gpu): every fused op on a CUDA device against the same op on the CPU (fused kernels, whose
 // agreement with the reference the CPU tests establish), forward and every gradient, over the CPU tests' case
 // grid (odd and even K, K > T, causal / centred / zero padding, masks, B = 1, T = 1), in double (1e-10) and
-// float (1e-4); non-contiguous inputs, a side stream, a second device, bf16 autocast, repeatability, large
-// shapes, and `pretrain --device cuda` with both kernel paths. Every test skips where the build has no CUDA
-// kernels or the machine no CUDA device.
+// float (1e-4); the attention kernel with dropout; non-contiguous inputs, a side stream, a second device, bf16
+// autocast, repeatability, large shapes, and `pretrain --device cuda` with both kernel paths. Every test skips
+// where the build has no CUDA kernels or the machine no CUDA device.
 #include <gtest/gtest.h>
 
 #include <c10/core/DeviceGuard.h>
@@ -13,6 +13,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
@@ -185,6 +186,57 @@ TEST(CudaKernels, RelativePositionsAndCompositeAttentionMatchTheCpu) {
                torch::randn({heads, width}, options), torch::randn({width, d}, options)},
               torch::randn({batch, heads, length, d}, options), "composite attention " + where, dtype.tolerance);
         }
+  }
+}
+
+// The attention kernel itself with dropout: the CUDA threads draw the same Philox mask as the CPU tiles, so
+// output, log-sum-exp and every gradient agree in double; heads past kMaxCudaHeadSize are refused by name.
+TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(48);
+  const auto options = torch::TensorOptions().dtype(torch::kDouble);
+  const int64_t B = 2, N = 3, T = 70, d = 16, radius = 4, width = 2 * radius + 1;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({B, N, T, d}, options);
+  in.k = torch::randn({B, N, T, d}, options);
+  in.v = torch::randn({B, N, T, d}, options);
+  in.query_band = torch::randn({B, N, T, width}, options);
+  in.key_band = torch::randn({B, N, T, width}, options);
+  in.key_mask = ragged_mask(B, T);
+  in.radius = radius;
+  in.scale = 0.25;
+  in.dropout = {0.3, 99, 5};
+  const torch::Tensor dout = torch::randn({B, N, T, d}, options);
+  kernels::AttentionInputs on_cuda = in;
+  for (torch::Tensor* t : {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band,
+                           &on_cuda.key_mask}) {
+    *t = t->to(cuda0());
+  }
+  const kernels::AttentionOutputs cpu = kernels::relative_attention_forward(in);
+  const kernels::AttentionOutputs cuda = kernels::relative_attention_forward(on_cuda);
+  EXPECT_TRUE(torch::allclose(cuda.out.cpu(), cpu.out, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(cuda.logsumexp.cpu(), cpu.logsumexp, 1e-10, 1e-10));
+  const kernels::AttentionGrads cpu_grads = kernels::relative_attention_backward(dout, in, cpu);
+  const kernels::AttentionGrads cuda_grads = kernels::relative_attention_backward(dout.to(cuda0()), on_cuda, cuda);
+  EXPECT_TRUE(torch::allclose(cuda_grads.q.cpu(), cpu_grads.q, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(cuda_grads.k.cpu(), cpu_grads.k, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(cuda_grads.v.cpu(), cpu_grads.v, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(cuda_grads.query_band.cpu(), cpu_grads.query_band, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(cuda_grads.key_band.cpu(), cpu_grads.key_band, 1e-10, 1e-10));
+
+  kernels::AttentionInputs wide = on_cuda;
+  wide.q = torch::randn({1, 1, 4, kernels::kMaxCudaHeadSize + 1}, options.device(cuda0()));
+  wide.k = wide.v = wide.q;
+  wide.query_band = wide.key_band = wide.key_mask = torch::Tensor();
+  wide.dropout = {};
+  try {
+    kernels::relative_attention_forward(wide);
+    ADD_FAILURE() << "a head past kMaxCudaHeadSize was accepted";
+  } catch (const std::exception& e) {
+    EXPECT_NE(std::string(e.what()).find(str("heads of at most ", kernels::kMaxCudaHeadSize, " dimensions, got ",
+                                             kernels::kMaxCudaHeadSize + 1)),
+              std::string::npos)
+        << e.what();
   }
 }
 
