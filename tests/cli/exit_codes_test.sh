@@ -6,7 +6,7 @@ expect_exit 2 "required" "$CABERT" tokenize train -i x
 expect_exit 2 "cannot open input file $work/missing.txt" "$CABERT" tokenize encode -m "$work/missing.txt"
 expect_exit 0 "" "$CABERT" --help
 for sub in tokenize build-corpus pretrain finetune evaluate export bench inspect; do
-  "$CABERT" --help | grep -q "^  $sub " || fail "$sub missing from cabert --help"
+  "$CABERT" --help | grep "^  $sub " > /dev/null || fail "$sub missing from cabert --help"
   "$CABERT" $sub --help >/dev/null || fail "$sub --help failed"
 done
 
@@ -35,5 +35,5 @@ kill -TERM $pid 2>/dev/null || true
 code=0; wait $pid || code=$?
 [ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
 [ ! -e "$work/interrupted" ] || fail "an interrupted build-corpus left its output behind"
-ls -a "$work" | grep -q '\.tmp\.' && fail "temporary file left behind"
+ls -a "$work" | grep '\.tmp\.' > /dev/null && fail "temporary file left behind"
 echo "exit codes: ok"

@@ -5,7 +5,7 @@ source "$(dirname "$0")/lib.sh"
 capped() { ( ulimit -d 1500000; "$@" ); }
 # Under AddressSanitizer (scripts/sanitize.sh) no ulimit fits: its shadow memory alone reserves terabytes of
 # address space. Its own limit on resident memory stands in (a report fails the run).
-if ldd "$CABERT" 2>/dev/null | grep -q libasan; then
+if ldd "$CABERT" 2>/dev/null | grep libasan > /dev/null; then
   capped() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=3000" "$@"; }
 fi
 

@@ -24,7 +24,7 @@ for _ in $(seq 1 600); do
   sleep 0.2
 done
 [ "$seen" -ge 12 ] || fail "metrics.cabert showed $seen train records while the run went on"
-"$CABERT" inspect --json --limit 0 "$work/pt/metrics.cabert" | tail -n 1 | grep -q '"complete":false' \
+"$CABERT" inspect --json --limit 0 "$work/pt/metrics.cabert" | tail -n 1 | grep '"complete":false' > /dev/null \
   || fail "a running job's metrics do not say they are incomplete"
 kill -9 "$pid"
 wait "$pid" 2>/dev/null || true
@@ -37,7 +37,7 @@ at=$((10#$(basename "$checkpoint" .cabert | sed 's/checkpoint-//')))
 "$CABERT" -q "${run[@]}" --resume --steps $((at + 3)) \
   2> "$work/resume.err" || fail "resume: $(cat "$work/resume.err")"
 "$CABERT" inspect --json --limit -1 "$work/pt/metrics.cabert" > "$work/resumed.json"
-tail -n 1 "$work/resumed.json" | grep -q '"complete":true' || fail "the finished run's metrics lack their footer"
+tail -n 1 "$work/resumed.json" | grep '"complete":true' > /dev/null || fail "the finished run's metrics lack their footer"
 steps=$(grep '"phase":"train"' "$work/resumed.json" | sed 's/.*"step":"\{0,1\}\([0-9]*\).*/\1/' | tr '\n' ' ')
 expected=$(seq 1 $((at + 3)) | tr '\n' ' ')
 [ "$steps" = "$expected" ] || fail "train steps after the resume: '$steps', expected '$expected'"
@@ -52,7 +52,7 @@ head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
 "$CABERT" inspect --json --limit -1 "$work/ft/metrics.cabert" > "$work/ft.json"
 trains=$(grep -c '"kind":"TRAIN"' "$work/ft.json" || true)
 [ "$trains" = 5 ] || fail "finetune wrote $trains TRAIN records for 20 updates at --log-every 4: $(cat "$work/ft.json")"
-grep '"kind":"TRAIN"' "$work/ft.json" | head -n 1 | grep -q '"step":"4".*"train_loss":' \
+grep '"kind":"TRAIN"' "$work/ft.json" | head -n 1 | grep '"step":"4".*"train_loss":' > /dev/null \
   || fail "the first TRAIN record: $(grep '"kind":"TRAIN"' "$work/ft.json" | head -n 1)"
 [ "$(grep -c '"kind":"EPOCH"' "$work/ft.json")" = 2 ] || fail "finetune lost its EPOCH records"
 echo "live_metrics: ok"

@@ -2,7 +2,7 @@
 source "$(dirname "$0")/lib.sh"
 train_tokenizer
 [ -s "$work/tok.model" ] && [ -s "$work/tok.vocab" ] || fail "tokenizer files missing"
-head -5 "$work/tok.vocab" | cut -f1 | tr '\n' ' ' | grep -qF '[PAD] [UNK] [CLS] [SEP] [MASK]' || fail "special tokens not at ids 0-4"
+head -5 "$work/tok.vocab" | cut -f1 | tr '\n' ' ' | grep -F '[PAD] [UNK] [CLS] [SEP] [MASK]' > /dev/null || fail "special tokens not at ids 0-4"
 
 sentences="$CABERT_SOURCE_DIR/tests/data/sentences.txt"
 "$CABERT" -q tokenize encode -m "$work/tok.model" < "$sentences" \

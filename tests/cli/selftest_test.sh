@@ -10,10 +10,16 @@ for op in lightconv dynamicconv sdconv sdconv-branch relpos convbert-attention d
     || fail "no passing check for $op: $(cat "$work/selftest.out")"
 done
 grep -q "^selftest: all 8 checks passed in " "$work/selftest.out" || fail "no summary: $(cat "$work/selftest.out")"
-if ! "$CABERT" selftest --device all 2>/dev/null | grep -q "^  cuda:0"; then
+if ! "$CABERT" selftest --device all 2>/dev/null | grep "^  cuda:0" > /dev/null; then
   expect_exit 2 "--device cuda: this machine has no CUDA device" "$CABERT" selftest --device cuda
-  # bench times ops on a CUDA device (issue 18, part 4); without one it is a usage error before any timing.
-  expect_exit 2 "--device cuda:0: no CUDA device is available here" "$CABERT" bench --op lightconv --device cuda:0
+  # bench times ops on a CUDA device (issue 18, part 4); without one it is a usage error before any timing,
+  # naming what is missing first: the build's CUDA kernels (scripts/sanitize.sh builds without them), else a device.
+  if grep "^build: .*CUDA kernels: yes" "$work/selftest.out" > /dev/null; then
+    missing="--device cuda:0: no CUDA device is available here"
+  else
+    missing="--device cuda: a CUDA tensor reached a cabert built without CUDA kernels"
+  fi
+  expect_exit 2 "$missing" "$CABERT" bench --op lightconv --device cuda:0
 fi
 
 echo "selftest: ok"
