@@ -38,9 +38,45 @@ struct HeadView {
   int64_t length = 0, head_size = 0, radius = 0;
   T scale = T(1);
   float dropout_p = 0;            // Philox dropout (kernels/philox.h): element (i, j) is draw first_index + i T + j
-  T kept_scale = T(1);            // 1 / (1 - p), from p in double as the CPU kernel computes it
+  T kept_scale = T(1);            // 1 / (1 - p), computed in T as the CPU kernel does
   uint64_t seed = 0, offset = 0, first_index = 0;
 };
+
+// All (batch, head) pairs of one call: q, k, v contiguous [B, N, T, d], bands [B, N, T, 2 radius + 1] or null.
+template <typename T>
+struct Heads {
+  const T *q = nullptr, *k = nullptr, *v = nullptr, *query_band = nullptr, *key_band = nullptr;
+  const bool* mask = nullptr;          // [B, T] or null
+  const bool* has_real_key = nullptr;  // [B] or null (no mask)
+  int64_t batch = 0, heads = 0, length = 0, head_size = 0, radius = 0;
+  T scale = T(1), kept_scale = T(1);
+  float dropout_p = 0;
+  uint64_t seed = 0, offset = 0;
+};
+
+// The view of (batch b, head h) the row functions below take.
+template <typename T>
+CABERT_HOST_DEVICE HeadView<T> head_view(const Heads<T>& p, int64_t b, int64_t h) {
+  HeadView<T> view;
+  const int64_t bh = b * p.heads + h, rows = bh * p.length, width = 2 * p.radius + 1;
+  view.q = p.q + rows * p.head_size;
+  view.k = p.k + rows * p.head_size;
+  view.v = p.v + rows * p.head_size;
+  view.query_band = p.query_band != nullptr ? p.query_band + rows * width : nullptr;
+  view.key_band = p.key_band != nullptr ? p.key_band + rows * width : nullptr;
+  view.uniform = p.has_real_key != nullptr && !p.has_real_key[b];
+  view.mask = p.mask != nullptr && !view.uniform ? p.mask + b * p.length : nullptr;
+  view.length = p.length;
+  view.head_size = p.head_size;
+  view.radius = p.radius;
+  view.scale = p.scale;
+  view.dropout_p = p.dropout_p;
+  view.kept_scale = p.kept_scale;
+  view.seed = p.seed;
+  view.offset = p.offset;
+  view.first_index = static_cast<uint64_t>(bh) * p.length * p.length;
+  return view;
+}
 
 template <typename T>
 CABERT_HOST_DEVICE bool takes_part(const HeadView<T>& h, int64_t j) {

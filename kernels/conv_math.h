@@ -79,16 +79,17 @@ CABERT_HOST_DEVICE T conv_input_grad_element(const T* grad, const bool* mask, co
   return sum;
 }
 
-// d loss / d (weight of tap k at output t), summed over channels [c_begin, c_end) of one row: the gradient of a
-// per-position kernel (dynamic conv, c range = one head), or of one channel's weight at one position.
+// d loss / d (weight of tap k at output t), summed over channels c_begin, c_begin + c_step, ... below c_end of one
+// row: the gradient of a per-position kernel (dynamic conv, c range = one head; the CUDA kernel gives each of a
+// warp's lanes every 32nd channel), or of one channel's weight at one position.
 template <typename T>
 CABERT_HOST_DEVICE T conv_tap_grad_element(const T* grad, const T* x, const bool* mask, int64_t t, int64_t k,
                                            int64_t c_begin, int64_t c_end, int64_t length, int64_t channels,
-                                           int64_t pad) {
+                                           int64_t pad, int64_t c_step = 1) {
   const int64_t s = t + k - pad;
   if (s < 0 || s >= length || !is_real(mask, t) || !is_real(mask, s)) return T(0);
   T sum = T(0);
-  for (int64_t c = c_begin; c < c_end; ++c) sum += grad[t * channels + c] * x[s * channels + c];
+  for (int64_t c = c_begin; c < c_end; c += c_step) sum += grad[t * channels + c] * x[s * channels + c];
   return sum;
 }
 

@@ -20,38 +20,7 @@ constexpr int kThreads = 128;
 constexpr int64_t kMaxBlocks = 65535;
 
 template <typename T>
-struct Problem {
-  const T *q, *k, *v, *query_band, *key_band;
-  const bool* mask;           // [B, T] or null
-  const bool* has_real_key;   // [B] or null (no mask)
-  int64_t batch, heads, length, head_size, radius;
-  T scale, kept_scale;
-  float dropout_p;
-  uint64_t seed, offset;
-};
-
-template <typename T>
-__device__ am::HeadView<T> head_view(const Problem<T>& p, int64_t b, int64_t h) {
-  am::HeadView<T> view;
-  const int64_t bh = b * p.heads + h, rows = bh * p.length, width = 2 * p.radius + 1;
-  view.q = p.q + rows * p.head_size;
-  view.k = p.k + rows * p.head_size;
-  view.v = p.v + rows * p.head_size;
-  view.query_band = p.query_band != nullptr ? p.query_band + rows * width : nullptr;
-  view.key_band = p.key_band != nullptr ? p.key_band + rows * width : nullptr;
-  view.uniform = p.has_real_key != nullptr && !p.has_real_key[b];
-  view.mask = p.mask != nullptr && !view.uniform ? p.mask + b * p.length : nullptr;
-  view.length = p.length;
-  view.head_size = p.head_size;
-  view.radius = p.radius;
-  view.scale = p.scale;
-  view.dropout_p = p.dropout_p;
-  view.kept_scale = p.kept_scale;
-  view.seed = p.seed;
-  view.offset = p.offset;
-  view.first_index = static_cast<uint64_t>(bh) * p.length * p.length;
-  return view;
-}
+using Problem = am::Heads<T>;
 
 #define CABERT_ROW_LOOP(index, n) \
   for (int64_t index = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; index < (n); index += int64_t(blockDim.x) * gridDim.x)
@@ -62,7 +31,7 @@ __global__ void forward_kernel(Problem<T> p, T* out, T* logsumexp) {
   T row[kMaxHeadSize];
   CABERT_ROW_LOOP(index, p.batch * p.heads * p.length) {
     const int64_t i = index % p.length, bh = index / p.length, b = bh / p.heads, h = bh % p.heads;
-    logsumexp[index] = am::forward_row(head_view(p, b, h), i, row);
+    logsumexp[index] = am::forward_row(am::head_view(p, b, h), i, row);
     T* o = out + ((b * p.length + i) * p.heads + h) * p.head_size;
     for (int64_t e = 0; e < p.head_size; ++e) o[e] = row[e];
   }
@@ -76,7 +45,7 @@ __global__ void backward_query_kernel(Problem<T> p, const T* dout, const T* lse,
   const int64_t width = 2 * p.radius + 1;
   CABERT_ROW_LOOP(index, p.batch * p.heads * p.length) {
     const int64_t i = index % p.length, bh = index / p.length, b = bh / p.heads, h = bh % p.heads;
-    am::backward_query_row(head_view(p, b, h), i, dout + index * p.head_size, lse[index], delta[index], row,
+    am::backward_query_row(am::head_view(p, b, h), i, dout + index * p.head_size, lse[index], delta[index], row,
                            query_band_grad != nullptr ? query_band_grad + index * width : nullptr);
     T* out = dq + index * p.head_size;
     for (int64_t e = 0; e < p.head_size; ++e) out[e] = row[e];
@@ -91,7 +60,7 @@ __global__ void backward_key_kernel(Problem<T> p, const T* dout, const T* lse, c
   CABERT_ROW_LOOP(index, p.batch * p.heads * p.length) {
     const int64_t j = index % p.length, bh = index / p.length, b = bh / p.heads, h = bh % p.heads;
     const int64_t head_rows = bh * p.length;
-    am::backward_key_row(head_view(p, b, h), j, dout + head_rows * p.head_size, lse + head_rows, delta + head_rows,
+    am::backward_key_row(am::head_view(p, b, h), j, dout + head_rows * p.head_size, lse + head_rows, delta + head_rows,
                          dk_row, dv_row, key_band_grad != nullptr ? key_band_grad + index * width : nullptr);
     for (int64_t e = 0; e < p.head_size; ++e) {
       dk[index * p.head_size + e] = dk_row[e];
@@ -119,8 +88,8 @@ Prepared prepare(const AttentionInputs& in) {
   p.v = in.v.contiguous();
   if (in.query_band.defined()) p.query_band = in.query_band.contiguous();
   if (in.key_band.defined()) p.key_band = in.key_band.contiguous();
-  if (in.key_mask.defined()) {
-    p.mask = in.key_mask.to(in.q.device()).contiguous();
+  if (in.key_mask.defined()) {  // on q's device already (kernels/attention_kernels.cc)
+    p.mask = in.key_mask.contiguous();
     p.has_real_key = p.mask.any(1).contiguous();
   }
   return p;
@@ -143,7 +112,7 @@ Problem<T> problem_of(const Prepared& prepared, const AttentionInputs& in) {
   p.radius = in.radius;
   p.scale = static_cast<T>(in.scale);
   p.dropout_p = static_cast<float>(in.dropout.p);
-  p.kept_scale = T(1) / (T(1) - static_cast<T>(in.dropout.p));
+  p.kept_scale = T(1) / (T(1) - static_cast<T>(in.dropout.p));  // in T, as the CPU kernel computes it
   p.seed = in.dropout.seed;
   p.offset = in.dropout.offset;
   return p;

@@ -148,15 +148,11 @@ __global__ void dynamic_kernel_grad_kernel(int64_t n, const T* grad, const T* x,
   CABERT_WARP_LOOP(index, n) {
     const int64_t k = index % kernel_size, h = (index / kernel_size) % heads,
                   t = (index / (kernel_size * heads)) % length, b = index / (kernel_size * heads * length);
-    const int64_t head_size = channels / heads, s = t + k - pad;
-    const bool* m = math::mask_row(mask, b, length);
-    T sum = T(0);
-    if (s >= 0 && s < length && math::is_real(m, t) && math::is_real(m, s)) {
-      const T* g = grad + (b * length + t) * channels + h * head_size;
-      const T* v = x + (b * length + s) * channels + h * head_size;
-      for (int64_t c = lane; c < head_size; c += 32) sum += g[c] * v[c];
-    }
-    sum = warp_sum(sum);
+    const int64_t head_size = channels / heads;
+    const T sum = warp_sum(math::conv_tap_grad_element(grad + b * length * channels, x + b * length * channels,
+                                                       math::mask_row(mask, b, length), t, k,
+                                                       h * head_size + lane, (h + 1) * head_size, length, channels,
+                                                       pad, /*c_step=*/32));
     if (lane == 0) grad_kernels[index] = sum;
   }
 }
@@ -186,8 +182,7 @@ __global__ void relpos_reduce_kernel(int64_t n, const T* grad, T* band_grad, int
     const T* g = grad + row * length;
     T* out = band_grad + row * width;
     for (int64_t r = 1 + lane; r < width - 1; r += 32) {
-      const int64_t j = i + r - radius;
-      out[r] = j >= 0 && j < length ? g[j] : T(0);
+      out[r] = math::relpos_band_grad_element(g, i, r, length, radius);
     }
     T low = T(0), high = T(0);
     const int64_t low_end = math::relpos_low_tail_end(i, radius, length);

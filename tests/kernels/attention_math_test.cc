@@ -29,28 +29,28 @@ torch::Tensor mask_with_an_empty_row(int64_t batch, int64_t length) {
   return mask;
 }
 
-am::HeadView<double> view_of(const kernels::AttentionInputs& in, const torch::Tensor& has_real_key, int64_t b,
-                             int64_t h) {
-  const int64_t N = in.q.size(1), T = in.q.size(2), d = in.q.size(3), width = 2 * in.radius + 1;
-  const int64_t bh = b * N + h;
-  am::HeadView<double> view;
-  view.q = in.q.data_ptr<double>() + bh * T * d;
-  view.k = in.k.data_ptr<double>() + bh * T * d;
-  view.v = in.v.data_ptr<double>() + bh * T * d;
-  view.query_band = in.query_band.defined() ? in.query_band.data_ptr<double>() + bh * T * width : nullptr;
-  view.key_band = in.key_band.defined() ? in.key_band.data_ptr<double>() + bh * T * width : nullptr;
-  view.uniform = has_real_key.defined() && !has_real_key[b].item<bool>();
-  view.mask = in.key_mask.defined() && !view.uniform ? in.key_mask.data_ptr<bool>() + b * T : nullptr;
-  view.length = T;
-  view.head_size = d;
-  view.radius = in.radius;
-  view.scale = in.scale;
-  view.dropout_p = static_cast<float>(in.dropout.p);
-  view.kept_scale = 1.0 / (1.0 - in.dropout.p);
-  view.seed = in.dropout.seed;
-  view.offset = in.dropout.offset;
-  view.first_index = static_cast<uint64_t>(bh) * T * T;
-  return view;
+// The call as the CUDA kernel sees it (kernels/cuda/attention_cuda.cu fills the same struct); am::head_view then
+// indexes (batch, head) as its threads do.
+am::Heads<double> heads_of(const kernels::AttentionInputs& in, const torch::Tensor& has_real_key) {
+  am::Heads<double> p;
+  p.q = in.q.data_ptr<double>();
+  p.k = in.k.data_ptr<double>();
+  p.v = in.v.data_ptr<double>();
+  p.query_band = in.query_band.defined() ? in.query_band.data_ptr<double>() : nullptr;
+  p.key_band = in.key_band.defined() ? in.key_band.data_ptr<double>() : nullptr;
+  p.mask = in.key_mask.defined() ? in.key_mask.data_ptr<bool>() : nullptr;
+  p.has_real_key = has_real_key.defined() ? has_real_key.data_ptr<bool>() : nullptr;
+  p.batch = in.q.size(0);
+  p.heads = in.q.size(1);
+  p.length = in.q.size(2);
+  p.head_size = in.q.size(3);
+  p.radius = in.radius;
+  p.scale = in.scale;
+  p.dropout_p = static_cast<float>(in.dropout.p);
+  p.kept_scale = 1.0 / (1.0 - in.dropout.p);
+  p.seed = in.dropout.seed;
+  p.offset = in.dropout.offset;
+  return p;
 }
 
 void expect_close(const torch::Tensor& rows, const torch::Tensor& kernel, const std::string& what) {
@@ -78,7 +78,8 @@ void check_case(const MathCase& c) {
   const kernels::AttentionOutputs fused = kernels::relative_attention_forward(in);
   const kernels::AttentionGrads grads = kernels::relative_attention_backward(dout, in, fused);
 
-  const torch::Tensor has_real_key = c.masked ? in.key_mask.any(1) : torch::Tensor();
+  const torch::Tensor has_real_key = c.masked ? in.key_mask.any(1).contiguous() : torch::Tensor();
+  const am::Heads<double> heads = heads_of(in, has_real_key);
   torch::Tensor out = torch::zeros({B, N, T, d}, f64()), lse = torch::zeros({B, N, T}, f64());
   torch::Tensor dq = torch::zeros({B, N, T, d}, f64()), dk = torch::zeros_like(dq), dv = torch::zeros_like(dq);
   torch::Tensor qbg = torch::zeros({B, N, T, width}, f64()), kbg = torch::zeros({B, N, T, width}, f64());
@@ -86,7 +87,7 @@ void check_case(const MathCase& c) {
   const torch::Tensor dout_c = dout.contiguous();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < N; ++h) {
-      const am::HeadView<double> view = view_of(in, has_real_key, b, h);
+      const am::HeadView<double> view = am::head_view(heads, b, h);
       const int64_t rows = (b * N + h) * T;
       double* lse_row = lse.data_ptr<double>() + rows;
       for (int64_t i = 0; i < T; ++i) {  // what the forward threads do, one query row each

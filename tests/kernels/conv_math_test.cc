@@ -201,5 +201,33 @@ TEST(ConvMath, WeightGradientChunksSumToTheWholeRow) {
         }
 }
 
+// The CUDA dynamic kernel gradient gives lane l of a warp the channels h d + l, h d + l + 32, ...: the 32 strided
+// sums add up to the head's sum, a plain dot product of the grad row t and the x row t + k - pad (zero off the
+// row or at a masked position), for heads narrower and wider than a warp.
+TEST(ConvMath, LaneStridedTapGradientsSumToTheHeadDotProduct) {
+  torch::manual_seed(26);
+  for (int64_t head_size : {1, 8, 32, 70}) {
+    const int64_t T = 9, H = 2, C = H * head_size, K = 4, pad = 2;
+    const torch::Tensor grad = torch::randn({T, C}, f64()), x = torch::randn({T, C}, f64());
+    const torch::Tensor mask = torch::ones({T}, torch::kBool).index_put_({3}, false);
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t k = 0; k < K; ++k)
+        for (int64_t h = 0; h < H; ++h) {
+          double lanes = 0;
+          for (int64_t lane = 0; lane < 32; ++lane) {
+            lanes += math::conv_tap_grad_element(grad.data_ptr<double>(), x.data_ptr<double>(), mask.data_ptr<bool>(),
+                                                 t, k, h * head_size + lane, (h + 1) * head_size, T, C, pad, 32);
+          }
+          const int64_t s = t + k - pad;
+          double expected = 0;
+          if (s >= 0 && s < T && t != 3 && s != 3) {
+            const auto head = torch::indexing::Slice(h * head_size, (h + 1) * head_size);
+            expected = (grad.index({t, head}) * x.index({s, head})).sum().item<double>();
+          }
+          EXPECT_NEAR(lanes, expected, 1e-12) << "d=" << head_size << " t=" << t << " k=" << k << " h=" << h;
+        }
+  }
+}
+
 }  // namespace
 }  // namespace cabert
