@@ -13,6 +13,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
+#include "lib/core/malloc_tuning.h"
 #include "lib/core/run_context.h"
 #include "lib/dist/environment.h"
 #include "lib/text/text_source.h"
@@ -164,6 +165,7 @@ int run(int argc, char** argv) {
 }  // namespace cabert::cmd
 
 int main(int argc, char** argv) {
+  cabert::tune_malloc_for_tensors();
   try {
     return cabert::cmd::run(argc, argv);
   } catch (const cabert::Error& error) {

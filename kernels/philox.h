@@ -24,10 +24,13 @@ CABERT_HOST_DEVICE uint32_t mul_hi(uint32_t a, uint32_t b) {
   return static_cast<uint32_t>((static_cast<uint64_t>(a) * b) >> 32);
 }
 
-// Philox4x32 with 10 rounds (the constants of the paper and of Random123).
+// The round constants of the paper and of Random123: multipliers, and the Weyl increments of the key.
+constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u, kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
+constexpr int kRounds = 10;
+
+// Philox4x32 with 10 rounds.
 CABERT_HOST_DEVICE Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, uint32_t c3, uint32_t k0, uint32_t k1) {
-  constexpr uint32_t kMul0 = 0xD2511F53u, kMul1 = 0xCD9E8D57u, kWeyl0 = 0x9E3779B9u, kWeyl1 = 0xBB67AE85u;
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     const uint32_t hi0 = mul_hi(kMul0, c0), lo0 = kMul0 * c0;
     const uint32_t hi1 = mul_hi(kMul1, c2), lo1 = kMul1 * c2;
     const uint32_t n0 = hi1 ^ c1 ^ k0, n2 = hi0 ^ c3 ^ k1;

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "kernels/cpu/blas.h"
+#include "kernels/cpu/philox_lanes.h"
 #include "kernels/philox.h"
 
 namespace cabert::kernels::cpu {
@@ -225,23 +226,23 @@ void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, i
   }
 }
 
-// factor[r, c] = z_ij / (1 - p) for the tile (the same draws in forward and backward).
+// factor[r, c] = z_ij / (1 - p) for the tile (the same draws in forward and backward): each row's Philox
+// blocks sixteen at a time (kernels/cpu/philox_lanes.h), then the comparison over the row.
 template <typename T>
 void dropout_factors(const Head<T>& head, const Shape& shape, const DropoutDraw& dropout, int64_t i0, int64_t rows,
                      int64_t j0, int64_t cols, T* factor) {
   const float p = static_cast<float>(dropout.p);
   const T kept = T(1) / (T(1) - static_cast<T>(dropout.p));
+  uint32_t words[4 * (kKeyTile / 4 + 1 + kPhiloxLanes)];
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t first = head.first_index + static_cast<uint64_t>(i0 + r) * shape.length + j0;
+    const uint64_t first_block = first >> 2;
+    const int64_t blocks = static_cast<int64_t>(((first + cols - 1) >> 2) - first_block + 1);
+    philox_words(dropout.seed, dropout.offset, first_block, blocks, words);
+    const uint32_t* draws = words + (first & 3);
     T* out = factor + r * cols;
-    int64_t c = 0;
-    while (c < cols) {
-      const uint64_t index = first + c;
-      const philox::Words words = philox::block(dropout.seed, dropout.offset, index >> 2);
-      for (uint64_t lane = index & 3; lane < 4 && c < cols; ++lane, ++c) {
-        out[c] = philox::uniform(words.w[lane]) >= p ? kept : T(0);
-      }
-    }
+#pragma omp simd
+    for (int64_t c = 0; c < cols; ++c) out[c] = philox::uniform(draws[c]) >= p ? kept : T(0);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
+#include "lib/core/malloc_tuning.h"
 #include "lib/core/run_context.h"
 #include "lib/models/convbert_mixed_attention.h"
 #include "lib/ops/attention_ops.h"
@@ -100,9 +101,10 @@ OpSetup make_op_setup(const OpBenchConfig& c) {
     s.forward = [=] { return relative_position_scores(q, w, beta, radius, scale); };
   } else if (c.op == "composite-attention" || c.op == "sdpa") {
     const int64_t d = C / H, radius = K / 2, width = 2 * radius + 1;
-    auto q = leaf(l, torch::randn({B, H, T, d}, options));
-    auto k = leaf(l, torch::randn({B, H, T, d}, options));
-    auto v = leaf(l, torch::randn({B, H, T, d}, options));
+    // Heads as the models give them: [B, H, T, d] views of the projections' [B, T, H, d] output.
+    auto q = leaf(l, torch::randn({B, T, H, d}, options)).transpose(1, 2);
+    auto k = leaf(l, torch::randn({B, T, H, d}, options)).transpose(1, 2);
+    auto v = leaf(l, torch::randn({B, T, H, d}, options)).transpose(1, 2);
     const double scale = 1.0 / std::sqrt(static_cast<double>(d));
     if (c.op == "sdpa") {
       s.forward = [=] { return at::scaled_dot_product_attention(q, k, v, {}, 0.0, false, scale); };
@@ -168,18 +170,6 @@ std::string blas_lines() {
   return out;
 }
 
-// LD_PRELOAD-ed malloc replacements, else glibc with its MALLOC_* tunables (environ lists them).
-std::string describe_allocator() {
-  const char* preload = std::getenv("LD_PRELOAD");
-  if (preload != nullptr && *preload != '\0') return str("LD_PRELOAD=", preload);
-  std::string out = "glibc malloc";
-  for (char** entry = environ; *entry != nullptr; ++entry) {
-    const std::string variable = *entry;
-    if (variable.rfind("MALLOC_", 0) == 0 || variable.rfind("GLIBC_TUNABLES=", 0) == 0) out += " " + variable;
-  }
-  return out;
-}
-
 std::string run_git(const std::string& args) {
   std::string command = str("git -C '", kernels::source_tree(), "' ", args, " 2>/dev/null");
   FILE* pipe = popen(command.c_str(), "r");
@@ -224,8 +214,9 @@ std::string op_bench_description(const std::string& op) {
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
   if (op == "composite-attention")
     return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
-           "radius K/2, no dropout; fused: tiled online softmax, nothing T x T";
-  if (op == "sdpa") return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d]), no dropout";
+           "radius K/2, no dropout, heads as the models give them; fused: tiled online softmax, nothing T x T";
+  if (op == "sdpa") return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
+           "models give them), no dropout";
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
   return "";
 }
@@ -340,7 +331,7 @@ pb::BenchEnvironment bench_environment() {
   env.set_native_cpu_kernels(kernels::native_cpu_kernels());
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");
   env.set_omp_wait_policy(wait_policy != nullptr ? wait_policy : "");
-  env.set_allocator(describe_allocator());
+  env.set_allocator(describe_malloc());
   return env;
 }
 

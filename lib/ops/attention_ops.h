@@ -9,14 +9,16 @@
 //     T x T matrix (kernels/reference/attention_reference.h);
 //   - fused, no relative terms: at::scaled_dot_product_attention (PyTorch's own flash / memory-efficient
 //     kernels on CPU and CUDA);
-//   - fused, relative terms, CPU: the tiled kernel of kernels/cpu (online softmax, nothing T x T, Philox
-//     dropout regenerated in the backward);
-//   - fused, relative terms, CUDA: at::scaled_dot_product_attention with the relative terms as an additive
-//     float bias (its memory-efficient kernel supports a bias and its gradient; the bias is the one T x T
-//     tensor), until a CUDA twin of the tiled kernel exists.
-// The relative terms enter as [B, N, T, 2n+1] bands computed here with ATen (linear in T), so their
-// weights' gradients come from autograd. Under autocast (--amp) the relative path runs in float32, like the
-// convolution ops (lib/ops/mixed_precision.h); the plain path runs SDPA under autocast.
+//   - fused, relative terms, CPU, and CUDA heads of up to kernels::kMaxCudaHeadSize dimensions: cabert's
+//     kernels (kernels/cpu: tiled online softmax; kernels/cuda: a row per thread), nothing T x T, Philox
+//     dropout regenerated in the backward;
+//   - fused, relative terms, larger CUDA heads (or a build without CUDA kernels): PyTorch's SDPA with the
+//     relative terms as an additive float bias (the one T x T tensor).
+// The relative terms enter the kernels as [B, N, T, 2n+1] bands (linear in T). On the kernel path they are
+// one product over q's and k's storage, and the backward maps the band gradients to q, k and the weights
+// itself (in place into the kernel's gradients); elsewhere the bands and their gradients go through autograd.
+// Under autocast (--amp) the relative path runs in float32, like the convolution ops
+// (lib/ops/mixed_precision.h); the plain path runs SDPA under autocast.
 #pragma once
 
 #include <torch/torch.h>

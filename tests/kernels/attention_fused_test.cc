@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/cpu/philox_lanes.h"
 #include "kernels/philox.h"
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
@@ -39,6 +40,35 @@ TEST(Philox, MatchesPublishedKnownAnswers) {
   EXPECT_EQ(words.w[1], 0x94fdccebu);
   EXPECT_EQ(words.w[2], 0x5001e420u);
   EXPECT_EQ(words.w[3], 0x24126ea1u);
+}
+
+// The CPU kernel's sixteen-lane form gives the one-block form's words: runs of every length around the lane
+// count, a start that is not a multiple of it, a counter whose low word wraps into the high one, full-width
+// seeds and offsets.
+TEST(Philox, LaneFormGivesTheSameWordsAsTheBlockForm) {
+  const uint64_t seeds[] = {0, 0x0123456789abcdefull, ~0ull};
+  const uint64_t offsets[] = {0, 7, 0xfedcba9876543210ull};
+  const uint64_t firsts[] = {0, 3, 0xfffffff5ull, 0x123456789ull};
+  const int64_t counts[] = {1, 15, 16, 17, 33, 65};
+  std::vector<uint32_t> words(4 * 65);
+  for (uint64_t seed : seeds) {
+    for (uint64_t offset : offsets) {
+      for (uint64_t first : firsts) {
+        for (int64_t count : counts) {
+          std::fill(words.begin(), words.end(), 0u);
+          kernels::cpu::philox_words(seed, offset, first, count, words.data());
+          for (int64_t b = 0; b < count; ++b) {
+            const kernels::philox::Words expected = kernels::philox::block(seed, offset, first + b);
+            for (int w = 0; w < 4; ++w) {
+              ASSERT_EQ(words[4 * b + w], expected.w[w])
+                  << "seed " << seed << " offset " << offset << " block " << first + b << " word " << w;
+            }
+          }
+          for (size_t rest = 4 * count; rest < words.size(); ++rest) ASSERT_EQ(words[rest], 0u) << "wrote past the run";
+        }
+      }
+    }
+  }
 }
 
 TEST(Philox, DropoutMaskKeepsOneMinusPAndDependsOnTheSeed) {
@@ -131,6 +161,25 @@ void expect_fused_matches_reference(const AttentionCase& c, double tolerance = 1
   auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
   expect_same(run_on_path(KernelPath::kFused, problem.op, problem.inputs, probe),
               run_on_path(KernelPath::kReference, problem.op, problem.inputs, probe), c.name(), tolerance);
+}
+
+// The models pass heads as [B, N, T, d] views of the projections' [B, T, N, d] output; the fused backward then
+// adds the bands' gradients to q's and k's in place. The same values as the reference, with and without dropout.
+TEST(FusedAttention, HeadsLastInputsMatchReference) {
+  torch::manual_seed(23);
+  for (double dropout : {0.0, 0.3}) {
+    const AttentionCase c{2, 3, 37, 8, 4, {true, true, true}, true, dropout};
+    AttentionProblem problem = make_problem(c);
+    for (int i = 0; i < 3; ++i) problem.inputs[i] = problem.inputs[i].transpose(1, 2).contiguous();  // [B, T, N, d]
+    const Op heads_view = [op = problem.op](const std::vector<torch::Tensor>& in) {
+      std::vector<torch::Tensor> viewed = in;
+      for (int i = 0; i < 3; ++i) viewed[i] = in[i].transpose(1, 2);
+      return op(viewed);
+    };
+    auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
+    expect_same(run_on_path(KernelPath::kFused, heads_view, problem.inputs, probe),
+                run_on_path(KernelPath::kReference, heads_view, problem.inputs, probe), c.name() + " heads-last", 1e-10);
+  }
 }
 
 const std::vector<Terms> kRelativeTerms = {{true, false, false}, {false, true, false}, {true, true, false},
