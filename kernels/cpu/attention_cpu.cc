@@ -233,7 +233,8 @@ void dropout_factors(const Head<T>& head, const Shape& shape, const DropoutDraw&
                      int64_t j0, int64_t cols, T* factor) {
   const float p = static_cast<float>(dropout.p);
   const T kept = T(1) / (T(1) - static_cast<T>(dropout.p));
-  uint32_t words[4 * (kKeyTile / 4 + 1 + kPhiloxLanes)];
+  // A row of cols <= kKeyTile draws, starting at any word of a block, spans at most kKeyTile / 4 + 1 blocks.
+  uint32_t words[4 * (kKeyTile / 4 + 1)];
   for (int64_t r = 0; r < rows; ++r) {
     const uint64_t first = head.first_index + static_cast<uint64_t>(i0 + r) * shape.length + j0;
     const uint64_t first_block = first >> 2;

@@ -14,8 +14,6 @@
 #include <sstream>
 #include <thread>
 
-#include <unistd.h>
-
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/malloc_tuning.h"
@@ -215,8 +213,10 @@ std::string op_bench_description(const std::string& op) {
   if (op == "composite-attention")
     return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
            "radius K/2, no dropout, heads as the models give them; fused: tiled online softmax, nothing T x T";
-  if (op == "sdpa") return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
+  if (op == "sdpa") {
+    return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
            "models give them), no dropout";
+  }
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
   return "";
 }

@@ -34,19 +34,6 @@ struct Bands {
   torch::Tensor query, key;  // [B, N, T, 2n+1] or undefined
 };
 
-Bands relative_bands(const torch::Tensor& q, const torch::Tensor& k, const RelativePositionTerms& relative,
-                     double scale) {
-  Bands bands;
-  const int64_t B = q.size(0), N = q.size(1), T = q.size(2), width = 2 * relative.radius + 1;
-  if (relative.query_weight.defined()) bands.query = torch::matmul(q, relative.query_weight.t()) * scale;
-  if (relative.beta.defined()) {
-    torch::Tensor beta = relative.beta.view({1, N, 1, width});
-    bands.query = bands.query.defined() ? bands.query + beta : beta.expand({B, N, T, width});
-  }
-  if (relative.key_weight.defined()) bands.key = torch::matmul(k, relative.key_weight.t()) * scale;
-  return bands;
-}
-
 kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                           const Bands& bands, const torch::Tensor& mask, int64_t radius,
                                           double scale, const kernels::DropoutDraw& dropout) {
@@ -67,23 +54,29 @@ kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::T
 // -> that storage as [B T N, d] rows: a view when it is laid out so, else a copy.
 torch::Tensor token_head_rows(const torch::Tensor& t) { return t.transpose(1, 2).reshape({-1, t.size(3)}); }
 
-// x W^T scale for every (token, head) row as the kernels' [B, N, T, 2n+1] band: one matrix product over the
-// storage, no copy of x.
-torch::Tensor band_of(const torch::Tensor& x, const torch::Tensor& weight, double scale) {
+// x W^T scale for every (batch, head, position) as a [B, N, T, 2n+1] band, two ways:
+using BandProduct = torch::Tensor (*)(const torch::Tensor& x, const torch::Tensor& weight, double scale);
+// the reference's and the SDPA fallback's: plain ATen, differentiated by autograd;
+torch::Tensor band_by_matmul(const torch::Tensor& x, const torch::Tensor& weight, double scale) {
+  return torch::matmul(x, weight.t()) * scale;
+}
+// the kernels': one product over x's storage (no copy of heads-last x), contiguous as the kernels read it.
+torch::Tensor band_over_storage(const torch::Tensor& x, const torch::Tensor& weight, double scale) {
   const int64_t B = x.size(0), N = x.size(1), T = x.size(2);
   return torch::mm(token_head_rows(x), weight.t() * scale).view({B, T, N, -1}).permute({0, 2, 1, 3}).contiguous();
 }
 
-Bands fused_bands(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& query_weight,
-                  const torch::Tensor& beta, const torch::Tensor& key_weight, double scale) {
+// The query band q.W^C scale + beta_h and the key band k.W^K' scale, each undefined without its terms.
+Bands relative_bands(const torch::Tensor& q, const torch::Tensor& k, const RelativePositionTerms& relative,
+                     double scale, BandProduct product) {
   Bands bands;
-  const int64_t B = q.size(0), N = q.size(1), T = q.size(2);
-  if (query_weight.defined()) bands.query = band_of(q, query_weight, scale);
-  if (beta.defined()) {
-    const torch::Tensor per_head = beta.view({1, N, 1, -1});
-    bands.query = bands.query.defined() ? bands.query.add_(per_head) : per_head.expand({B, N, T, -1}).contiguous();
+  const int64_t B = q.size(0), N = q.size(1), T = q.size(2), width = 2 * relative.radius + 1;
+  if (relative.query_weight.defined()) bands.query = product(q, relative.query_weight, scale);
+  if (relative.beta.defined()) {
+    torch::Tensor beta = relative.beta.view({1, N, 1, width});
+    bands.query = bands.query.defined() ? bands.query + beta : beta.expand({B, N, T, width});
   }
-  if (key_weight.defined()) bands.key = band_of(k, key_weight, scale);
+  if (relative.key_weight.defined()) bands.key = product(k, relative.key_weight, scale);
   return bands;
 }
 
@@ -118,7 +111,7 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     dropout.seed = static_cast<uint64_t>(seed);
     const torch::Tensor wq = query_weight.value_or(torch::Tensor()), b = beta.value_or(torch::Tensor()),
                         wk = key_weight.value_or(torch::Tensor());
-    const Bands bands = fused_bands(q, k, wq, b, wk, scale);
+    const Bands bands = relative_bands(q, k, RelativePositionTerms{wq, b, wk, radius}, scale, band_over_storage);
     const torch::Tensor key_mask = mask.value_or(torch::Tensor());
     kernels::AttentionOutputs result = kernels::relative_attention_forward(
         attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout));
@@ -178,7 +171,7 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
                                             static_cast<int64_t>(draw_dropout(dropout_p).seed));
   }
   // The reference, and the SDPA fallback: bands through autograd.
-  const Bands bands = relative_bands(q, k, relative, scale);
+  const Bands bands = relative_bands(q, k, relative, scale, band_by_matmul);
   const kernels::AttentionInputs in =
       attention_inputs(q, k, v, bands, mask, relative.radius, scale, draw_dropout(fused ? 0 : dropout_p));
   if (!fused) return kernels::reference::relative_attention(in, probabilities);
