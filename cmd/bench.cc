@@ -325,7 +325,8 @@ void add_bench(CLI::App& app) {
   CLI::App* sub = app.add_subcommand("bench", "Benchmark convolution ops (time, peak memory, fused vs reference)");
   CLI::Option* op = sub->add_option("--op", options->ops,
                                     "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
-                                    "convbert-attention, depthwise, attention, composite-attention, sdpa")
+                                    "convbert-attention, depthwise, attention, composite-attention, sdpa, dropout, "
+                                    "torch-dropout")
                        ->delimiter(',');
   CLI::Option* model = sub->add_option(
       "--model", options->model,

@@ -7,7 +7,6 @@
 #ifdef CABERT_WITH_CUDA
 #include "kernels/cuda/attention_cuda.h"
 #endif
-#include "kernels/philox.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
@@ -97,20 +96,6 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   const AttentionInputs c = checked(in);
   return CABERT_ATTENTION_CALL(c.q.is_cuda(), relative_attention_backward,
                                rows_contiguous(grad_out.to(in.q.scalar_type())), c, saved);
-}
-
-at::Tensor attention_dropout_keep(int64_t batch, int64_t heads, int64_t length, const DropoutDraw& dropout) {
-  at::Tensor keep = at::empty({batch, heads, length, length}, at::TensorOptions().dtype(at::kBool));
-  bool* out = keep.data_ptr<bool>();
-  const float p = static_cast<float>(dropout.p);
-  const uint64_t total = static_cast<uint64_t>(keep.numel());
-  for (uint64_t block = 0; block * 4 < total; ++block) {
-    const philox::Words words = philox::block(dropout.seed, dropout.offset, block);
-    for (uint64_t lane = 0; lane < 4 && block * 4 + lane < total; ++lane) {
-      out[block * 4 + lane] = philox::uniform(words.w[lane]) >= p;
-    }
-  }
-  return keep;
 }
 
 }  // namespace cabert::kernels

@@ -22,14 +22,11 @@
 
 #include <cstdint>
 
+#include "kernels/dropout_kernels.h"
+
 namespace cabert::kernels {
 
 inline constexpr int64_t kMaxCudaHeadSize = 128;  // the CUDA kernel keeps a head-size row per thread
-
-struct DropoutDraw {
-  double p = 0;  // probability of dropping; 0: no dropout
-  uint64_t seed = 0, offset = 0;
-};
 
 struct AttentionInputs {
   at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free
@@ -53,8 +50,5 @@ struct AttentionGrads {
 AttentionOutputs relative_attention_forward(const AttentionInputs& in);
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
                                            const AttentionOutputs& forward);
-
-// The dropout keep-mask of the scheme, [B, N, T, T] bool on the CPU (the reference's and the tests').
-at::Tensor attention_dropout_keep(int64_t batch, int64_t heads, int64_t length, const DropoutDraw& dropout);
 
 }  // namespace cabert::kernels

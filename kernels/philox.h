@@ -1,13 +1,13 @@
-// Counter-based random numbers for attention dropout: Philox4x32-10 (Salmon et al., "Parallel random
-// numbers: as easy as 1, 2, 3", SC'11), the generator PyTorch and cuRAND use on CUDA. A number is a pure
-// function of (seed, offset, index), so the backward regenerates the forward's dropout mask instead of
-// storing it, every kernel (CPU, CUDA, the reference) draws the same mask, and a run is reproducible.
+// Counter-based random numbers for dropout: Philox4x32-10 (Salmon et al., "Parallel random numbers: as easy
+// as 1, 2, 3", SC'11), the generator PyTorch and cuRAND use on CUDA. A number is a pure function of (seed,
+// offset, index), so the backward regenerates the forward's dropout mask instead of storing it, every kernel
+// (CPU, CUDA, the reference) draws the same mask, and a run is reproducible.
 //
-// The scheme (kernels/attention_kernels.h): element (b, h, i, j) of a [B, N, T, T] probability matrix has
-// index ((b N + h) T + i) T + j; Philox is run with key = seed (two 32-bit words) and counter
-// (index / 4 as two words, offset as two words), and word index % 4 of its output u is the element's draw;
-// the element is kept when (u >> 8) / 2^24 >= p. The seed and offset come from the caller's torch
-// generator once per call (lib/ops/attention_ops.cc).
+// The scheme (kernels/dropout_kernels.h): element e of a tensor (its row-major index; for attention, element
+// (b, h, i, j) of the [B, N, T, T] probabilities has index ((b N + h) T + i) T + j); Philox is run with
+// key = seed (two 32-bit words) and counter (e / 4 as two words, offset as two words), and word e % 4 of its
+// output u is the element's draw; the element is kept when (u >> 8) / 2^24 >= p. The seed comes from the
+// default CPU generator once per call (lib/ops/dropout_ops.cc).
 #pragma once
 
 #include <cstdint>

@@ -39,7 +39,7 @@ at::Tensor relative_attention(const AttentionInputs& in, at::Tensor* probabiliti
   at::Tensor p = at::softmax(scores, -1);
   if (probabilities != nullptr) *probabilities = p;
   if (in.dropout.p > 0) {
-    at::Tensor keep = attention_dropout_keep(B, N, T, in.dropout).to(p.device()).to(p.scalar_type());
+    at::Tensor keep = dropout_keep({B, N, T, T}, in.dropout).to(p.device()).to(p.scalar_type());
     p = p * keep / (1 - in.dropout.p);
   }
   return at::matmul(p, in.v);

@@ -20,6 +20,7 @@
 #include "lib/core/run_context.h"
 #include "lib/models/convbert_mixed_attention.h"
 #include "lib/ops/attention_ops.h"
+#include "lib/ops/dropout_ops.h"
 #include "lib/ops/memory_meter.h"
 #include "lib/ops/span_dynamic_conv.h"
 
@@ -29,6 +30,8 @@ namespace {
 using namespace cabert::ops;
 
 namespace F = torch::nn::functional;
+
+constexpr double kBenchDropout = 0.1;  // the presets' hidden dropout
 
 }  // namespace
 
@@ -112,6 +115,13 @@ OpSetup make_op_setup(const OpBenchConfig& c) {
                                      leaf(l, torch::randn({width, d}, options) * init), radius};
       s.forward = [=] { return composite_attention(q, k, v, relative, {}, scale, 0.0); };
     }
+  } else if (c.op == "dropout" || c.op == "torch-dropout") {
+    auto x = leaf(l, torch::randn({B, T, C}, options));
+    if (c.op == "dropout") {
+      s.forward = [=] { return ops::dropout(x, kBenchDropout, /*training=*/true); };
+    } else {
+      s.forward = [=] { return torch::dropout(x, kBenchDropout, /*train=*/true); };
+    }
   } else if (c.op == "attention") {
     const int64_t d = C / H;
     auto x = leaf(l, torch::randn({B, T, C}, options));
@@ -191,7 +201,8 @@ UsageError unknown_op(const std::string& op) {
 const std::vector<std::string>& op_bench_names() {
   static const std::vector<std::string> names = {"lightconv", "dynamicconv",        "sdconv",    "sdconv-branch",
                                                  "relpos",    "convbert-attention", "depthwise", "attention",
-                                                 "composite-attention", "sdpa"};
+                                                 "composite-attention", "sdpa",      "dropout",
+                                                 "torch-dropout"};
   return names;
 }
 
@@ -217,11 +228,18 @@ std::string op_bench_description(const std::string& op) {
     return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
            "models give them), no dropout";
   }
+  if (op == "dropout") {
+    return "dropout p=0.1 on [B,T,C] hidden states in training; fused: Philox masks drawn in vector lanes and "
+           "regenerated in the backward, reference: the same mask through ATen";
+  }
+  if (op == "torch-dropout") return "torch::dropout p=0.1 on [B,T,C] in training (torch's own generator and mask)";
   if (op == "attention") return "softmax(QK^T/sqrt(d))V with a fused QKV linear, H heads (plain ATen)";
   return "";
 }
 
-bool op_bench_has_kernel_paths(const std::string& op) { return op != "attention" && op != "sdpa"; }
+bool op_bench_has_kernel_paths(const std::string& op) {
+  return op != "attention" && op != "sdpa" && op != "torch-dropout";
+}
 
 pb::BenchTiming summarize_times(std::vector<double> ms) {
   pb::BenchTiming timing;

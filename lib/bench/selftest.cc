@@ -65,8 +65,12 @@ std::string selftest_route(const std::string& op, const torch::Device& device) {
                 : "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
   }
   if (op == "convbert-attention") {
-    return str("at::scaled_dot_product_attention for the attention heads, the dynamic conv of ", conv,
-               " for the conv heads");
+    return str(cuda ? "at::scaled_dot_product_attention" : "at::scaled_dot_product_attention (in training with "
+                      "dropout, the tiled online-softmax kernel)", " for the attention heads, the dynamic conv of ",
+               conv, " for the conv heads");
+  }
+  if (op == "dropout") {
+    return cuda ? "the Philox kernel of kernels/cuda/dropout_cuda" : "the Philox lanes of kernels/cpu/dropout_cpu";
   }
   if (op == "sdconv" || op == "sdconv-branch") return str("the dynamic conv of ", conv);
   if (op == "relpos") return str("the relative-position expand / reduce of ", conv);

@@ -37,7 +37,7 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const pb::ModelConfig& config)
     depthwise_bias = register_parameter("depthwise_bias", torch::zeros({hidden}));
     depthwise_scale = register_parameter("depthwise_scale", torch::ones({heads}));
   }
-  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(config.attention_dropout()));
+  attention_dropout = register_module("attention_dropout", Dropout(config.attention_dropout()));
 }
 
 torch::Tensor BertSelfAttentionImpl::project(const torch::Tensor& x, const torch::Tensor& mask,
@@ -55,7 +55,7 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   torch::Tensor v = split(v_flat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
   const ops::RelativePositionTerms relative{relative_query, relative_beta, relative_key, radius};
-  const double dropout_p = attention_dropout->is_training() ? attention_dropout->options.p() : 0.0;
+  const double dropout_p = attention_dropout->is_training() ? attention_dropout->p : 0.0;
   torch::Tensor probabilities;
   torch::Tensor context = ops::composite_attention(q, k, v, relative, mask, scale, dropout_p,
                                                    probe ? &probabilities : nullptr);

@@ -35,7 +35,7 @@ class BertSelfAttentionImpl : public Mixer {
   torch::Tensor relative_query;     // W^C [2n+1, d]
   torch::Tensor relative_key;       // W^K' [2n+1, d]
   torch::Tensor depthwise_weight, depthwise_bias, depthwise_scale;  // [H, 2n+1], [H], [N]
-  torch::nn::Dropout attention_dropout{nullptr};
+  Dropout attention_dropout{nullptr};
   int64_t hidden, heads, head_size, radius;
 };
 TORCH_MODULE(BertSelfAttention);

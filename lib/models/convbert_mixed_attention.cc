@@ -36,7 +36,7 @@ MixedAttentionImpl::MixedAttentionImpl(const pb::ModelConfig& config)
     default:
       break;
   }
-  attention_dropout = register_module("attention_dropout", torch::nn::Dropout(config.attention_dropout()));
+  attention_dropout = register_module("attention_dropout", Dropout(config.attention_dropout()));
 }
 
 torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
@@ -45,9 +45,10 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   torch::Tensor q_flat = query(x);
   torch::Tensor q = split(q_flat), k = split(key(x)), v = split(value(x));
   // The attention heads are plain scaled dot-product attention: ops::composite_attention without relative
-  // terms (PyTorch's SDPA on the fused path, the T x T reference when the pictures want the probabilities).
+  // terms (PyTorch's SDPA on the fused path, cabert's tiled kernel when training on the CPU with dropout, the
+  // T x T reference when the pictures want the probabilities).
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
-  const double dropout_p = attention_dropout->is_training() ? attention_dropout->options.p() : 0.0;
+  const double dropout_p = attention_dropout->is_training() ? attention_dropout->p : 0.0;
   torch::Tensor probabilities;
   torch::Tensor context = ops::composite_attention(q, k, v, ops::RelativePositionTerms{}, mask, scale, dropout_p,
                                                    probe ? &probabilities : nullptr);

@@ -27,7 +27,7 @@ class MixedAttentionImpl : public Mixer {
   SeparableConv key_conv{nullptr};           // SDConv: Ks; depthwise-separable ablation: the branch itself
   torch::nn::Linear conv_kernel{nullptr};    // W_f: width -> heads * k
   torch::nn::Linear conv_value{nullptr};     // V'
-  torch::nn::Dropout attention_dropout{nullptr};
+  Dropout attention_dropout{nullptr};
   pb::ConvBertConvKind kind;
   int64_t heads, head_size, attention_width, conv_width, kernel;
 };

@@ -19,11 +19,11 @@ int64_t head_size_of(int64_t hidden, int64_t heads) {
 // The query, key and value projections (H -> H) and the dropout on the probabilities, with the names every
 // checkpoint of these modules uses.
 void register_projections(torch::nn::Module& module, int64_t hidden, double dropout, torch::nn::Linear& query,
-                          torch::nn::Linear& key, torch::nn::Linear& value, torch::nn::Dropout& attention_dropout) {
+                          torch::nn::Linear& key, torch::nn::Linear& value, Dropout& attention_dropout) {
   query = module.register_module("query", torch::nn::Linear(hidden, hidden));
   key = module.register_module("key", torch::nn::Linear(hidden, hidden));
   value = module.register_module("value", torch::nn::Linear(hidden, hidden));
-  attention_dropout = module.register_module("attention_dropout", torch::nn::Dropout(dropout));
+  attention_dropout = module.register_module("attention_dropout", Dropout(dropout));
 }
 
 // [N, T, H] -> [N, heads, T, d]
@@ -38,7 +38,7 @@ torch::Tensor merge_heads(const torch::Tensor& t) {
 
 // softmax(q k^T / sqrt(d) + bias) v; bias broadcasts to [N, heads, T, S] or is undefined.
 torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& bias,
-                     torch::nn::Dropout& dropout) {
+                     Dropout& dropout) {
   torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(q.size(-1)));
   if (bias.defined()) scores = scores + bias;
   return torch::matmul(dropout(torch::softmax(scores, -1)), v);

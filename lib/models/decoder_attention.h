@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "lib/models/layers.h"
 #include "lib/models/mixer.h"
 
 namespace cabert::models {
@@ -25,7 +26,7 @@ class CausalSelfAttentionImpl : public Mixer {
   torch::Tensor forward_step(const torch::Tensor& x_t, MixerState& state) override;
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
-  torch::nn::Dropout attention_dropout{nullptr};
+  Dropout attention_dropout{nullptr};
   int64_t hidden, heads, head_size;
 };
 TORCH_MODULE(CausalSelfAttention);
@@ -41,7 +42,7 @@ class CrossAttentionImpl : public torch::nn::Module {
   torch::Tensor forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask, const MixerState& state);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
-  torch::nn::Dropout attention_dropout{nullptr};
+  Dropout attention_dropout{nullptr};
   int64_t hidden, heads, head_size;
 };
 TORCH_MODULE(CrossAttention);

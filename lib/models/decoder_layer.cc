@@ -21,7 +21,7 @@ DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const s
   cross_norm = register_module("cross_norm", norm());
   ffn = register_module("ffn", FeedForward(H, sizes.intermediate, 1));
   ffn_norm = register_module("ffn_norm", norm());
-  dropout = register_module("dropout", torch::nn::Dropout(sizes.dropout));
+  dropout = register_module("dropout", Dropout(sizes.dropout));
 }
 
 torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& target_mask,

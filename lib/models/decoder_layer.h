@@ -52,7 +52,7 @@ class DecoderLayerImpl : public torch::nn::Module {
   CrossAttention cross_attention{nullptr};
   torch::nn::LayerNorm mixer_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};
   bool normalize_mixer_output;
 
  private:

@@ -15,7 +15,7 @@ EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_
   const int64_t groups = family.feed_forward_groups ? family.feed_forward_groups(config) : 1;
   ffn = register_module("ffn", FeedForward(H, config.intermediate_size(), groups));
   ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
-  dropout = register_module("dropout", torch::nn::Dropout(config.dropout()));
+  dropout = register_module("dropout", Dropout(config.dropout()));
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {

@@ -25,7 +25,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::nn::Linear output{nullptr};
   torch::nn::LayerNorm attention_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};
   bool normalize_mixer_output;
 };
 TORCH_MODULE(EncoderLayer);

@@ -4,8 +4,11 @@
 
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
+#include "lib/ops/dropout_ops.h"
 
 namespace cabert::models {
+
+torch::Tensor DropoutImpl::forward(const torch::Tensor& x) { return ops::dropout(x, p, is_training()); }
 
 EmbeddingsImpl::EmbeddingsImpl(const pb::ModelConfig& config) : max_length(config.max_length()) {
   const int64_t E = config.embedding_size();
@@ -15,7 +18,7 @@ EmbeddingsImpl::EmbeddingsImpl(const pb::ModelConfig& config) : max_length(confi
     position = register_module("position", torch::nn::Embedding(config.max_length(), E));
   }
   norm = register_module("norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({E}).eps(config.layer_norm_eps())));
-  dropout = register_module("dropout", torch::nn::Dropout(config.dropout()));
+  dropout = register_module("dropout", Dropout(config.dropout()));
 }
 
 torch::Tensor EmbeddingsImpl::forward(const torch::Tensor& ids, const torch::Tensor& segments) {

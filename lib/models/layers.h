@@ -8,6 +8,16 @@
 
 namespace cabert::models {
 
+// torch::nn::Dropout's role with Philox masks (lib/ops/dropout_ops.h): regenerated in the backward rather
+// than stored, the same on every device and under either kernel path.
+class DropoutImpl : public torch::nn::Module {
+ public:
+  explicit DropoutImpl(double p) : p(p) {}
+  torch::Tensor forward(const torch::Tensor& x);
+  double p;
+};
+TORCH_MODULE(Dropout);
+
 // Token (V x E) + segment (2 x E) [+ absolute position (P x E)], LayerNorm, dropout. The projection to the
 // hidden size belongs to the encoder (the ELECTRA generator shares these embeddings but projects to its own
 // width).
@@ -20,7 +30,7 @@ class EmbeddingsImpl : public torch::nn::Module {
 
   torch::nn::Embedding token{nullptr}, segment{nullptr}, position{nullptr};
   torch::nn::LayerNorm norm{nullptr};
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};
   int64_t max_length;
 };
 TORCH_MODULE(Embeddings);

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "lib/ops/conv_ops.h"
+#include "lib/ops/dropout_ops.h"
 
 namespace cabert::models {
 
@@ -47,10 +48,10 @@ torch::Tensor ConvBlockImpl::forward(const torch::Tensor& x, const torch::Tensor
   if (dynamic) {
     torch::Tensor kernels = torch::softmax(kernel_projection(y).view({y.size(0), y.size(1), heads, kernel}), -1);
     if (probe) probe->conv_kernels = kernels.detach();
-    kernels = torch::dropout(kernels, weight_dropout, is_training());
+    kernels = ops::dropout(kernels, weight_dropout, is_training());
     return ops::dynamic_conv(y, kernels, padding_left, mask);
   }
-  torch::Tensor normalised = torch::dropout(torch::softmax(weight, -1), weight_dropout, is_training());
+  torch::Tensor normalised = ops::dropout(torch::softmax(weight, -1), weight_dropout, is_training());
   return ops::lightweight_conv(y, normalised, padding_left, mask);
 }
 
@@ -71,9 +72,9 @@ torch::Tensor ConvBlockImpl::forward_step(const torch::Tensor& x_t, MixerState& 
   torch::Tensor kernels;  // [N, H, k]
   if (dynamic) {
     kernels = torch::softmax(kernel_projection(y).view({N, heads, kernel}), -1);
-    kernels = torch::dropout(kernels, weight_dropout, is_training());
+    kernels = ops::dropout(kernels, weight_dropout, is_training());
   } else {
-    kernels = torch::dropout(torch::softmax(weight, -1), weight_dropout, is_training()).expand({N, heads, kernel});
+    kernels = ops::dropout(torch::softmax(weight, -1), weight_dropout, is_training()).expand({N, heads, kernel});
   }
   torch::Tensor grouped = window.view({N, kernel, heads, C / heads});
   return torch::einsum("nkhd,nhk->nhd", {grouped, kernels}).reshape({N, 1, C});

@@ -57,7 +57,7 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const pb::ModelConfig& config)
   const auto& s = config.seq2seq();
   source_table = register_module("source_table", token_table(config));
   if (!s.share_embeddings()) target_table = register_module("target_table", token_table(config));
-  dropout = register_module("dropout", torch::nn::Dropout(config.dropout()));
+  dropout = register_module("dropout", Dropout(config.dropout()));
   encoder = register_module("encoder", EncoderStack(config));
   if (s.encoder_top_attention()) {
     pb::ModelConfig attention = config;

@@ -59,7 +59,7 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   EncoderLayer encoder_top_attention{nullptr};
   torch::nn::ModuleList decoder;
   torch::nn::Linear output_projection{nullptr};  // null when tied
-  torch::nn::Dropout dropout{nullptr};
+  Dropout dropout{nullptr};
 
  private:
   torch::Tensor embed(torch::nn::Embedding table, const torch::Tensor& ids, const torch::Tensor& positions);

@@ -23,10 +23,10 @@ TaskModelImpl::TaskModelImpl(const pb::ModelConfig& config, tasks::TaskKind kind
     head->push_back(torch::nn::Linear(H, 2));
   } else {
     int64_t outputs = kind == tasks::TaskKind::kRegression ? 1 : num_labels;
-    head->push_back(torch::nn::Dropout(config.dropout()));
+    head->push_back(Dropout(config.dropout()));
     head->push_back(torch::nn::Linear(H, H));
     head->push_back(torch::nn::Functional(torch::tanh));
-    head->push_back(torch::nn::Dropout(config.dropout()));
+    head->push_back(Dropout(config.dropout()));
     head->push_back(torch::nn::Linear(H, outputs));
   }
   register_module("head", head);

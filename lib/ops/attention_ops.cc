@@ -1,12 +1,9 @@
 #include "lib/ops/attention_ops.h"
 
-#include <ATen/CPUGeneratorImpl.h>
-
-#include <mutex>
-
 #include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "kernels/reference/attention_reference.h"
+#include "lib/ops/dropout_ops.h"
 #include "lib/ops/kernel_path.h"
 #include "lib/ops/mixed_precision.h"
 #include "lib/ops/optional_tensor.h"
@@ -16,19 +13,6 @@ namespace {
 
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
-
-// One Philox stream per call, seeded from the default CPU generator (so --seed makes runs reproducible on
-// every device); the backward regenerates the same mask from it.
-kernels::DropoutDraw draw_dropout(double p) {
-  kernels::DropoutDraw draw;
-  draw.p = p;
-  if (p > 0) {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    draw.seed = at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
-  }
-  return draw;
-}
 
 struct Bands {
   torch::Tensor query, key;  // [B, N, T, 2n+1] or undefined
@@ -150,7 +134,10 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
                                   double dropout_p, torch::Tensor* probabilities) {
   const int64_t B = q.size(0), T = q.size(2);
   const bool fused = kernel_path() == KernelPath::kFused && probabilities == nullptr;
-  if (fused && !relative.any()) {
+  // PyTorch's CPU flash kernel takes no dropout: with dropout SDPA falls back to its math path (T x T scores,
+  // softmax and mask all stored, the mask drawn one element at a time), so CPU training takes cabert's kernel.
+  const bool sdpa_drops_to_math = q.is_cpu() && dropout_p > 0;
+  if (fused && !relative.any() && !sdpa_drops_to_math) {
     const std::optional<torch::Tensor> attend = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
     return at::scaled_dot_product_attention(q, k, v, attend, dropout_p, /*is_causal=*/false, scale);
   }

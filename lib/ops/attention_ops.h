@@ -8,8 +8,9 @@
 //   - `--kernels reference`, or when the caller wants the probabilities (the pictures): plain ATen with the
 //     T x T matrix (kernels/reference/attention_reference.h);
 //   - fused, no relative terms: at::scaled_dot_product_attention (PyTorch's own flash / memory-efficient
-//     kernels on CPU and CUDA);
-//   - fused, relative terms, CPU, and CUDA heads of up to kernels::kMaxCudaHeadSize dimensions: cabert's
+//     kernels on CPU and CUDA), except on the CPU with dropout, which PyTorch's CPU flash kernel does not take
+//     (SDPA would run its quadratic math path): cabert's CPU kernel then;
+//   - fused, relative terms (or none, on the CPU with dropout), CPU, and CUDA heads of up to kernels::kMaxCudaHeadSize dimensions: cabert's
 //     kernels (kernels/cpu: tiled online softmax; kernels/cuda: a row per thread), nothing T x T, Philox
 //     dropout regenerated in the backward;
 //   - fused, relative terms, larger CUDA heads (or a build without CUDA kernels): PyTorch's SDPA with the

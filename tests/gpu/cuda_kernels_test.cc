@@ -1,9 +1,9 @@
 // CUDA paths (label gpu): every fused op on a CUDA device against the same op on the CPU (fused kernels, whose
 // agreement with the reference the CPU tests establish), forward and every gradient, over the CPU tests' case
 // grid (odd and even K, K > T, causal / centred / zero padding, masks, B = 1, T = 1), in double (1e-10) and
-// float (1e-4); the attention kernel with dropout; non-contiguous inputs, a side stream, a second device, bf16
-// autocast, repeatability, large shapes, and `pretrain --device cuda` with both kernel paths. Every test skips
-// where the build has no CUDA kernels or the machine no CUDA device.
+// float (1e-4); the attention kernel with dropout; Philox dropout bitwise; non-contiguous inputs, a side
+// stream, a second device, bf16 autocast, repeatability, large shapes, and `pretrain --device cuda` with both
+// kernel paths. Every test skips where the build has no CUDA kernels or the machine no CUDA device.
 #include <gtest/gtest.h>
 
 #include <c10/core/DeviceGuard.h>
@@ -15,6 +15,7 @@
 
 #include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
+#include "kernels/dropout_kernels.h"
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
@@ -237,6 +238,22 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
                                              kernels::kMaxCudaHeadSize + 1)),
               std::string::npos)
         << e.what();
+  }
+}
+
+// Philox dropout: the CUDA kernel drops the same elements as the CPU kernel and scales them alike, in every
+// dtype (half and bfloat16 computed in float on both), for a size that ends inside a counter block.
+TEST(CudaKernels, PhiloxDropoutMatchesTheCpuBitwise) {
+  CABERT_REQUIRE_CUDA();
+  kernels::DropoutDraw draw;
+  draw.p = 0.3;
+  draw.seed = 0x0123456789ABCDEFull;
+  draw.offset = 3;
+  for (const torch::Dtype dtype : {torch::kFloat, torch::kDouble, torch::kHalf, torch::kBFloat16}) {
+    const torch::Tensor x = torch::randn({3, 7, 1001}).to(dtype);
+    const torch::Tensor on_cpu = kernels::philox_dropout(x, draw);
+    const torch::Tensor on_cuda = kernels::philox_dropout(x.to(cuda0()), draw);
+    EXPECT_TRUE(torch::equal(on_cuda.cpu(), on_cpu)) << dtype;
   }
 }
 

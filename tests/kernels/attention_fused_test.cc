@@ -75,12 +75,12 @@ TEST(Philox, DropoutMaskKeepsOneMinusPAndDependsOnTheSeed) {
   kernels::DropoutDraw draw;
   draw.p = 0.3;
   draw.seed = 1234;
-  at::Tensor keep = kernels::attention_dropout_keep(2, 3, 100, draw);
+  at::Tensor keep = kernels::dropout_keep({2, 3, 100, 100}, draw);
   const double kept = keep.to(torch::kDouble).mean().item<double>();
   EXPECT_NEAR(kept, 0.7, 0.01);  // 60,000 draws: standard error 0.002
-  EXPECT_TRUE(torch::equal(keep, kernels::attention_dropout_keep(2, 3, 100, draw)));
+  EXPECT_TRUE(torch::equal(keep, kernels::dropout_keep({2, 3, 100, 100}, draw)));
   draw.seed = 1235;
-  EXPECT_FALSE(torch::equal(keep, kernels::attention_dropout_keep(2, 3, 100, draw)));
+  EXPECT_FALSE(torch::equal(keep, kernels::dropout_keep({2, 3, 100, 100}, draw)));
 }
 
 // Which relative terms a case has: W^C (q), beta (b), W^K' (k).
@@ -212,6 +212,24 @@ TEST(FusedAttention, PlainAttentionThroughSdpaMatchesReference) {
   torch::manual_seed(24);
   for (int64_t length : {1, 9, 130})
     for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 0, {false, false, false}, masked, 0});
+}
+
+// PyTorch's CPU flash kernel takes no dropout (SDPA would run its T x T math path with torch's own mask), so
+// plain attention trained with dropout on the CPU runs the tiled kernel without bands: the reference's Philox
+// mask and values (through SDPA the masks would differ), and nothing T x T.
+TEST(FusedAttention, PlainAttentionWithDropoutTakesTheTiledKernel) {
+  torch::manual_seed(28);
+  for (int64_t length : {1, 9, 130})
+    for (bool masked : {false, true})
+      expect_fused_matches_reference({2, 2, length, 8, 0, {false, false, false}, masked, 0.3});
+  const int64_t T = 4096;  // one head's score matrix alone: 64 MiB in float
+  auto q = torch::randn({1, 1, T, 16}).requires_grad_(), k = torch::randn({1, 1, T, 16}).requires_grad_(),
+       v = torch::randn({1, 1, T, 16}).requires_grad_();
+  ops::ScopedKernelPath fused(KernelPath::kFused);
+  ops::install_cpu_memory_meter();
+  ops::PeakMemoryScope meter;
+  ops::composite_attention(q, k, v, ops::RelativePositionTerms{}, {}, 0.25, 0.1).sum().backward();
+  EXPECT_LT(meter.peak_extra_bytes(), int64_t{8} << 20) << "peak " << meter.peak_extra_bytes();
 }
 
 TEST(FusedAttention, GradientsMatchFiniteDifferences) {

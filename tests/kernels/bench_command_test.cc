@@ -73,7 +73,8 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
   auto result = testing::run_command(testing::cabert_binary() + " bench --op fastconv --seq 4");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
-                            "convbert-attention, depthwise, attention, composite-attention, sdpa, got 'fastconv'"),
+                            "convbert-attention, depthwise, attention, composite-attention, sdpa, dropout, torch-dropout, "
+                            "got 'fastconv'"),
             std::string::npos)
       << result.err;
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --kernels turbo");

@@ -1,0 +1,12 @@
+// The CPU kernels of Philox dropout (kernels/dropout_kernels.h has the scheme): the draws sixteen counter
+// blocks at a time in vector lanes (kernels/cpu/philox_lanes.h), chunks of the tensor in parallel.
+#pragma once
+
+#include "kernels/dropout_kernels.h"
+
+namespace cabert::kernels::cpu {
+
+// x contiguous on the CPU, 0 < p < 1.
+at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw);
+
+}  // namespace cabert::kernels::cpu

@@ -1,0 +1,30 @@
+// Dropout with masks from a counter-based generator (kernels/philox.h): element e of a tensor (its row-major
+// index over the sizes, whatever the strides) is kept when the draw of Philox block e / 4, word e % 4, under
+// (seed, offset) is at least p, and kept elements are scaled by 1 / (1 - p). The mask is a pure function of
+// (seed, offset, e), so nothing is saved for the backward (which is the same product applied to the
+// gradient), every device and the reference draw the same mask, and a run is reproducible. The attention
+// kernels use the same scheme on their [B, N, T, T] probabilities.
+//
+// Entry points: CPU tensors -> kernels/cpu/dropout_cpu.cc (vector lanes, threaded), CUDA tensors ->
+// kernels/cuda/dropout_cuda.cu (a build with CUDA kernels). The reference is dropout_keep: the mask itself.
+#pragma once
+
+#include <ATen/ATen.h>
+
+#include <cstdint>
+
+namespace cabert::kernels {
+
+struct DropoutDraw {
+  double p = 0;  // probability of dropping, in [0, 1); 0: no dropout
+  uint64_t seed = 0, offset = 0;
+};
+
+// x with the draw's mask applied: x_e / (1 - p) where element e is kept, 0 elsewhere; contiguous, x's dtype
+// (float, double, half or bfloat16; the scale is applied in float, or double for double) and device.
+at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw);
+
+// The keep-mask of the scheme for a tensor of these sizes: bool, on the CPU (the reference's and the tests').
+at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw);
+
+}  // namespace cabert::kernels
