@@ -27,8 +27,8 @@ at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw) {
           str("expected a float, double, half or bfloat16 tensor, got ", x.scalar_type()));
   require(x.is_cpu() || x.is_cuda(), str("expected a CPU or CUDA tensor, got one on ", x.device()));
   require(draw.p >= 0 && draw.p < 1, str("expected a dropout probability in [0, 1), got ", draw.p));
-  if (draw.p == 0) return x.contiguous();
   const at::Tensor c = x.contiguous();
+  if (draw.p == 0) return c;
   if (c.is_cuda()) {
     require_cuda_build(kOp);
 #ifdef CABERT_WITH_CUDA
@@ -53,6 +53,11 @@ at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw) {
     }
   });
   return keep;
+}
+
+at::Tensor dropout_reference(const at::Tensor& x, const DropoutDraw& draw) {
+  const at::Tensor keep = dropout_keep(x.sizes(), draw).to(x.device()).to(x.scalar_type());
+  return x * keep * (1 / (1 - draw.p));
 }
 
 }  // namespace cabert::kernels

@@ -27,4 +27,8 @@ at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw);
 // The keep-mask of the scheme for a tensor of these sizes: bool, on the CPU (the reference's and the tests').
 at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw);
 
+// The reference: x * keep * (1 / (1 - p)) in plain ATen (differentiable by autograd), with dropout_keep's mask
+// moved to x's device and dtype. The attention reference applies it to the probabilities.
+at::Tensor dropout_reference(const at::Tensor& x, const DropoutDraw& draw);
+
 }  // namespace cabert::kernels

@@ -32,16 +32,12 @@ at::Tensor relative_attention_bias(const AttentionInputs& in) {
 }
 
 at::Tensor relative_attention(const AttentionInputs& in, at::Tensor* probabilities) {
-  const int64_t B = in.q.size(0), N = in.q.size(1), T = in.q.size(2);
   at::Tensor scores = at::matmul(in.q, in.k.transpose(-1, -2)) * in.scale;
   at::Tensor bias = relative_attention_bias(in);
   if (bias.defined()) scores = scores + bias;
   at::Tensor p = at::softmax(scores, -1);
   if (probabilities != nullptr) *probabilities = p;
-  if (in.dropout.p > 0) {
-    at::Tensor keep = dropout_keep({B, N, T, T}, in.dropout).to(p.device()).to(p.scalar_type());
-    p = p * keep / (1 - in.dropout.p);
-  }
+  if (in.dropout.p > 0) p = dropout_reference(p, in.dropout);
   return at::matmul(p, in.v);
 }
 

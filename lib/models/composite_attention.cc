@@ -55,7 +55,7 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   torch::Tensor v = split(v_flat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
   const ops::RelativePositionTerms relative{relative_query, relative_beta, relative_key, radius};
-  const double dropout_p = attention_dropout->is_training() ? attention_dropout->p : 0.0;
+  const double dropout_p = attention_dropout->active_p();
   torch::Tensor probabilities;
   torch::Tensor context = ops::composite_attention(q, k, v, relative, mask, scale, dropout_p,
                                                    probe ? &probabilities : nullptr);

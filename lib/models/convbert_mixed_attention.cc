@@ -48,7 +48,7 @@ torch::Tensor MixedAttentionImpl::forward(const torch::Tensor& x, const torch::T
   // terms (PyTorch's SDPA on the fused path, cabert's tiled kernel when training on the CPU with dropout, the
   // T x T reference when the pictures want the probabilities).
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
-  const double dropout_p = attention_dropout->is_training() ? attention_dropout->p : 0.0;
+  const double dropout_p = attention_dropout->active_p();
   torch::Tensor probabilities;
   torch::Tensor context = ops::composite_attention(q, k, v, ops::RelativePositionTerms{}, mask, scale, dropout_p,
                                                    probe ? &probabilities : nullptr);

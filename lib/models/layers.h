@@ -14,6 +14,8 @@ class DropoutImpl : public torch::nn::Module {
  public:
   explicit DropoutImpl(double p) : p(p) {}
   torch::Tensor forward(const torch::Tensor& x);
+  // p in training, 0 in evaluation: what forward applies (fused kernels that drop inside take this).
+  double active_p() const { return is_training() ? p : 0.0; }
   double p;
 };
 TORCH_MODULE(Dropout);

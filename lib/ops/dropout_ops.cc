@@ -58,8 +58,7 @@ torch::Tensor dropout(const torch::Tensor& x, double p, bool training) {
   if (kernel_path() == KernelPath::kFused && kernel) {
     return PhiloxDropoutFunction::apply(x, p, static_cast<int64_t>(draw.seed));
   }
-  const torch::Tensor keep = kernels::dropout_keep(x.sizes(), draw).to(x.device()).to(x.scalar_type());
-  return x * keep * (1 / (1 - p));
+  return kernels::dropout_reference(x, draw);
 }
 
 }  // namespace cabert::ops
