@@ -19,9 +19,12 @@
 namespace cabert::kernels::cpu {
 namespace {
 
-constexpr int64_t kForwardQueryTile = 256;  // measured at B=8 N=4 T=2048 d=64: 128 x 256 tiles 7% slower
-constexpr int64_t kQueryTile = 128;         // backward
-constexpr int64_t kKeyTile = 256;
+// PyTorch's CPU flash attention's blocks. Profiled at B=8 N=4 T=1024 d=64, fwd+bwd (perf samples in MKL's sgemm
+// kernel): backward 128 x 256 tiles, key tiles outer 16,770; 256 x 512 key tiles outer 15,175; 256 x 512 query
+// tiles outer (below) 13,664; SDPA 13,251.
+constexpr int64_t kForwardQueryTile = 256;
+constexpr int64_t kQueryTile = 256;  // backward
+constexpr int64_t kKeyTile = 512;
 
 // e^x for x <= 0 (every argument here is a score minus its row maximum), vectorisable: 2^n times the degree-5
 // Taylor polynomial of the remainder r = x - n ln2, |r| <= ln2 / 2 (relative error below 2.5e-6, about 20 ulp,
@@ -30,7 +33,7 @@ constexpr int64_t kKeyTile = 256;
 // vectorise without -fno-trapping-math), 2^n built in the exponent bits.
 inline float exp_nonpositive(float x) {
   const float kLog2e = 1.44269504f, kLn2Hi = 0.693145752f, kLn2Lo = 1.42860677e-6f, kRound = 12582912.0f;
-  const float clamped = x < -87.0f ? -87.0f : x;
+  const float clamped = std::max(x, -87.0f);
   const float n = (clamped * kLog2e + kRound) - kRound;
   const float r = clamped - n * kLn2Hi - n * kLn2Lo;
   float p = 1.0f / 120;
@@ -53,19 +56,52 @@ constexpr T kMinusInfinity = -std::numeric_limits<T>::infinity();
 template <typename T>
 constexpr int64_t kRowLanes = 256 / sizeof(T);
 
+// lanes[0] op lanes[1] op ... op lanes[L-1] by halving, each level one vector operation: a plain loop over the
+// lanes was a chain of L dependent scalar operations per row, measured at most of a row pass's time.
+template <int64_t L, typename T, typename Op>
+T fold_lanes(T* lanes, Op op) {
+  for (int64_t half = L / 2; half >= 1; half /= 2) {
+#pragma omp simd
+    for (int64_t v = 0; v < half; ++v) lanes[v] = op(lanes[v], lanes[v + half]);
+  }
+  return lanes[0];
+}
 template <typename T>
-T max_of(const T* x, int64_t n) {
+T larger(T a, T b) {
+  return a > b ? a : b;
+}
+
+// x[c] = x[c] scale + (edge + bias[c]) in place (the q.k product scaled, plus the terms a key outside the band
+// adds); returns the largest result (-inf when n = 0).
+template <typename T>
+T scale_add_max(T* __restrict x, int64_t n, T scale, T edge, const T* __restrict bias) {
   constexpr int64_t L = kRowLanes<T>;
   T lanes[L];
   for (int64_t v = 0; v < L; ++v) lanes[v] = kMinusInfinity<T>;
   int64_t c = 0;
   for (; c + L <= n; c += L) {
 #pragma omp simd
-    for (int64_t v = 0; v < L; ++v) lanes[v] = x[c + v] > lanes[v] ? x[c + v] : lanes[v];
+    for (int64_t v = 0; v < L; ++v) {
+      const T y = x[c + v] * scale + (edge + bias[c + v]);
+      x[c + v] = y;
+      lanes[v] = y > lanes[v] ? y : lanes[v];
+    }
   }
-  T result = kMinusInfinity<T>;
-  for (int64_t v = 0; v < L; ++v) result = lanes[v] > result ? lanes[v] : result;
-  for (; c < n; ++c) result = x[c] > result ? x[c] : result;
+  // The runs beside the band have any length: the rest a vector at a time, then at most a vector's worth.
+  constexpr int64_t V = 64 / sizeof(T);
+  for (; c + V <= n; c += V) {
+#pragma omp simd
+    for (int64_t v = 0; v < V; ++v) {
+      const T y = x[c + v] * scale + (edge + bias[c + v]);
+      x[c + v] = y;
+      lanes[v] = y > lanes[v] ? y : lanes[v];
+    }
+  }
+  T result = fold_lanes<L>(lanes, larger<T>);
+  for (; c < n; ++c) {
+    x[c] = x[c] * scale + (edge + bias[c]);
+    result = x[c] > result ? x[c] : result;
+  }
   return result;
 }
 
@@ -79,17 +115,14 @@ T exp_in_place(T* x, int64_t n, T shift) {
   for (; c + L <= n; c += L) {
 #pragma omp simd
     for (int64_t v = 0; v < L; ++v) {
-      const T e = x[c + v] - shift;
-      const T p = exp_nonpositive(e < T(0) ? e : T(0));
+      const T p = exp_nonpositive(std::min(x[c + v] - shift, T(0)));
       x[c + v] = p;
       lanes[v] += p;
     }
   }
-  T sum = 0;
-  for (int64_t v = 0; v < L; ++v) sum += lanes[v];
+  T sum = fold_lanes<L>(lanes, [](T a, T b) { return a + b; });
   for (; c < n; ++c) {
-    const T e = x[c] - shift;
-    x[c] = exp_nonpositive(e < T(0) ? e : T(0));
+    x[c] = exp_nonpositive(std::min(x[c] - shift, T(0)));
     sum += x[c];
   }
   return sum;
@@ -176,53 +209,55 @@ inline BandSplit band_split(int64_t i, int64_t j0, int64_t cols, int64_t radius)
   return {std::clamp<int64_t>(i - radius - j0, 0, cols), std::clamp<int64_t>(i + radius + 1 - j0, 0, cols)};
 }
 
-// The scores of queries i0 .. i0+rows against keys j0 .. j0+cols into s [rows, cols]: scale q.k, the bands,
-// -inf for masked keys (zeros when the head has no real key). key_first / key_last: scratch of cols values.
+// What a key outside the band adds to its column, for queries left of it (r(j, i) = 0: the key band's first
+// entry) and right of it (r(j, i) = 2n: its last), with -inf for masked keys; zeros without either.
+template <typename T>
+void column_terms(const Head<T>& head, const Shape& shape, int64_t j0, int64_t cols, T* key_first, T* key_last) {
+  const int64_t w = shape.width, last = 2 * shape.radius;
+  for (int64_t c = 0; c < cols; ++c) {
+    const bool real = head.mask == nullptr || head.mask[j0 + c];
+    const T* band = head.key_band != nullptr ? head.key_band + (j0 + c) * w : nullptr;
+    key_first[c] = !real ? kMinusInfinity<T> : band != nullptr ? band[0] : T(0);
+    key_last[c] = !real ? kMinusInfinity<T> : band != nullptr ? band[last] : T(0);
+  }
+}
+
+// The scores of queries i0 .. i0+rows against keys j0 .. j0+cols into s [rows, cols] (scale q.k, the bands,
+// -inf for masked keys; zeros when the head has no real key), and each row's maximum into row_max (if not
+// null). One product for the tile, then one pass over each row: the runs left and right of the band add an
+// edge value of the query band plus the column terms, the 2n+1 keys inside it are added one by one.
+// key_first / key_last: scratch of cols values.
 template <typename T>
 void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
-                 T* s, T* key_first, T* key_last) {
+                 T* s, T* row_max, T* key_first, T* key_last) {
   if (head.uniform) {
     std::fill(s, s + rows * cols, T(0));
+    if (row_max != nullptr) std::fill(row_max, row_max + rows, T(0));
     return;
   }
-  gemm<T>(false, true, rows, cols, shape.head_size, scale, head.q.row(i0), head.q.ld, head.k.row(j0), head.k.ld,
-          T(0), s, cols);
+  gemm<T>(false, true, rows, cols, shape.head_size, T(1), head.q.row(i0), head.q.ld, head.k.row(j0), head.k.ld, T(0),
+          s, cols);
+  column_terms(head, shape, j0, cols, key_first, key_last);
   const int64_t n = shape.radius, w = shape.width;
   const T* kb = head.key_band;
-  if (kb != nullptr) {
-    for (int64_t c = 0; c < cols; ++c) {
-      key_first[c] = kb[(j0 + c) * w];          // r(j, i) = 0: query far left of key j
-      key_last[c] = kb[(j0 + c) * w + 2 * n];   // r(j, i) = 2n: query far right of key j
-    }
-  }
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
     T* row = s + r * cols;
     const BandSplit split = band_split(i, j0, cols, n);
     const T* qb = head.query_band != nullptr ? head.query_band + i * w : nullptr;
-    if (qb != nullptr) {
-      const T left = qb[0], right = qb[2 * n];
-#pragma omp simd
-      for (int64_t c = 0; c < split.left; ++c) row[c] += left;
-#pragma omp simd
-      for (int64_t c = split.right; c < cols; ++c) row[c] += right;
-      for (int64_t c = split.left; c < split.right; ++c) row[c] += qb[j0 + c - i + n];
+    T largest = std::max(
+        scale_add_max(row, split.left, scale, qb != nullptr ? qb[0] : T(0), key_last),
+        scale_add_max(row + split.right, cols - split.right, scale, qb != nullptr ? qb[2 * n] : T(0),
+                      key_first + split.right));
+    for (int64_t c = split.left; c < split.right; ++c) {
+      T y = row[c] * scale;
+      if (qb != nullptr) y += qb[j0 + c - i + n];
+      if (kb != nullptr) y += kb[(j0 + c) * w + (i - j0 - c + n)];
+      if (head.mask != nullptr && !head.mask[j0 + c]) y = kMinusInfinity<T>;
+      row[c] = y;
+      largest = std::max(largest, y);
     }
-    if (kb != nullptr) {
-#pragma omp simd
-      for (int64_t c = 0; c < split.left; ++c) row[c] += key_last[c];
-#pragma omp simd
-      for (int64_t c = split.right; c < cols; ++c) row[c] += key_first[c];
-      for (int64_t c = split.left; c < split.right; ++c) row[c] += kb[(j0 + c) * w + (i - j0 - c + n)];
-    }
-  }
-  if (head.mask != nullptr) {
-    const bool* m = head.mask + j0;
-    for (int64_t r = 0; r < rows; ++r) {
-      T* row = s + r * cols;
-#pragma omp simd
-      for (int64_t c = 0; c < cols; ++c) row[c] = m[c] ? row[c] : kMinusInfinity<T>;
-    }
+    if (row_max != nullptr) row_max[r] = largest;
   }
 }
 
@@ -260,8 +295,10 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
   T* out = result.out.data_ptr<T>();          // [B, T, N, d] storage
   T* lse = result.logsumexp.data_ptr<T>();    // [B, N, T]
   at::parallel_for(0, shape.batch * shape.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> s(kForwardQueryTile * kKeyTile), factor(dropout ? kForwardQueryTile * kKeyTile : 0), acc(kForwardQueryTile * d);
-    std::vector<T> row_max(kForwardQueryTile), row_sum(kForwardQueryTile), key_first(kKeyTile), key_last(kKeyTile);
+    std::vector<T> s(kForwardQueryTile * kKeyTile), factor(dropout ? kForwardQueryTile * kKeyTile : 0),
+        acc(kForwardQueryTile * d);
+    std::vector<T> row_max(kForwardQueryTile), row_sum(kForwardQueryTile), tile_max(kForwardQueryTile),
+        key_first(kKeyTile), key_last(kKeyTile);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / query_tiles, b = bh / shape.heads, h = bh % shape.heads;
       const int64_t i0 = (task % query_tiles) * kForwardQueryTile, rows = std::min(kForwardQueryTile, T_ - i0);
@@ -272,12 +309,12 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
       for (int64_t tile = 0; tile < summary.tiles; ++tile) {
         if (skip_key_tile(head, summary, b, tile)) continue;
         const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
-        tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), key_first.data(), key_last.data());
+        tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), tile_max.data(), key_first.data(),
+                    key_last.data());
         if (dropout) dropout_factors(head, shape, in.dropout, i0, rows, j0, cols, factor.data());
         for (int64_t r = 0; r < rows; ++r) {
           T* row = s.data() + r * cols;
-          const T tile_max = max_of(row, cols);
-          const T new_max = std::max(row_max[r], tile_max);
+          const T new_max = std::max(row_max[r], tile_max[r]);
           if (new_max == kMinusInfinity<T>) {  // no real key so far: nothing to add
             std::fill(row, row + cols, T(0));
             continue;
@@ -351,8 +388,7 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
   at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(kQueryTile * kKeyTile), ds(kQueryTile * kKeyTile), factor(dropout ? kQueryTile * kKeyTile : 0),
         dropped(dropout ? kQueryTile * kKeyTile : 0);
-    std::vector<T> dk(kKeyTile * d), dv(kKeyTile * d), key_first(kKeyTile), key_last(kKeyTile),
-        key_first_grad(kKeyTile), key_last_grad(kKeyTile), delta(T_);
+    std::vector<T> key_first(kKeyTile), key_last(kKeyTile), key_first_grad(T_), key_last_grad(T_), delta(T_);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / shape.heads, h = bh % shape.heads;
       const Head<T> head = head_of<T>(in, shape, summary, b, h);
@@ -370,16 +406,17 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
         for (int64_t e = 0; e < d; ++e) sum += a[e] * o[e];
         delta[i] = sum;
       }
-      for (int64_t tile = 0; tile < summary.tiles; ++tile) {
-        if (skip_key_tile(head, summary, b, tile)) continue;  // their dK and dV stay zero
-        const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
-        std::fill(dk.begin(), dk.end(), T(0));
-        std::fill(dv.begin(), dv.end(), T(0));
-        std::fill(key_first_grad.begin(), key_first_grad.end(), T(0));
-        std::fill(key_last_grad.begin(), key_last_grad.end(), T(0));
-        for (int64_t i0 = 0; i0 < T_; i0 += kQueryTile) {
-          const int64_t rows = std::min(kQueryTile, T_ - i0);
-          tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), key_first.data(), key_last.data());
+      // Query tiles outer, key tiles inner (PyTorch's CPU flash backward's order): dK and dV accumulate in the
+      // zeroed gradients directly, the key band's edge terms in per-key sums added once at the end.
+      std::fill(key_first_grad.begin(), key_first_grad.end(), T(0));
+      std::fill(key_last_grad.begin(), key_last_grad.end(), T(0));
+      for (int64_t i0 = 0; i0 < T_; i0 += kQueryTile) {
+        const int64_t rows = std::min(kQueryTile, T_ - i0);
+        for (int64_t tile = 0; tile < summary.tiles; ++tile) {
+          if (skip_key_tile(head, summary, b, tile)) continue;  // their dK and dV stay zero
+          const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
+          tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), static_cast<T*>(nullptr), key_first.data(),
+                      key_last.data());
           for (int64_t r = 0; r < rows; ++r) {  // probabilities from the saved log-sum-exp
             exp_in_place(s.data() + r * cols, cols, lse[i0 + r]);
           }
@@ -389,7 +426,8 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
             for (int64_t e = 0; e < rows * cols; ++e) dropped[e] = s[e] * factor[e];
             used = dropped.data();
           }
-          gemm<T>(true, false, cols, d, rows, T(1), used, cols, dout.row(i0), dout.ld, T(1), dv.data(), d);
+          gemm<T>(true, false, cols, d, rows, T(1), used, cols, dout.row(i0), dout.ld, T(1), dv_rows.row(j0),
+                  dv_rows.ld);
           if (head.uniform) continue;  // constant scores: no gradient reaches q, k or the bands
           gemm<T>(false, true, rows, cols, d, T(1), dout.row(i0), dout.ld, head.v.row(j0), head.v.ld, T(0), ds.data(),
                   cols);
@@ -407,18 +445,17 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
             }
           }
           accumulate_band_grads(shape, i0, rows, j0, cols, ds.data(), query_band_grad, key_band_grad,
-                                key_first_grad.data(), key_last_grad.data());
+                                key_first_grad.data() + j0, key_last_grad.data() + j0);
           gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
                   dq.ld);
-          gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1), dk.data(), d);
+          gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1),
+                  dk_rows.row(j0), dk_rows.ld);
         }
-        for (int64_t c = 0; c < cols; ++c) {
-          std::copy(dk.data() + c * d, dk.data() + (c + 1) * d, dk_rows.row(j0 + c));
-          std::copy(dv.data() + c * d, dv.data() + (c + 1) * d, dv_rows.row(j0 + c));
-          if (key_band_grad != nullptr) {
-            key_band_grad[(j0 + c) * w] += key_first_grad[c];
-            key_band_grad[(j0 + c) * w + 2 * n] += key_last_grad[c];
-          }
+      }
+      if (key_band_grad != nullptr) {
+        for (int64_t j = 0; j < T_; ++j) {
+          key_band_grad[j * w] += key_first_grad[j];
+          key_band_grad[j * w + 2 * n] += key_last_grad[j];
         }
       }
     }

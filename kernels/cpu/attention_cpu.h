@@ -5,7 +5,8 @@
 //
 // Memory: per thread, one query tile of scores and accumulators; nothing T x T. The forward runs the
 // (batch, head, query tile) triples in parallel; the backward runs (batch, head) pairs in parallel, each
-// walking key tiles (accumulating their dK, dV) and, inside, query tiles (accumulating dQ rows it owns).
+// walking query tiles (accumulating their dQ) and, inside, key tiles (accumulating into the dK, dV and band
+// gradient rows of the head it owns).
 #pragma once
 
 #include "kernels/attention_kernels.h"

@@ -193,17 +193,18 @@ TEST(FusedAttention, EveryRelativeVariantMatchesReference) {
         for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 5, radius, terms, masked, 0});
 }
 
-// Tiles: 64 queries x 128 keys; 200 and 300 leave partial tiles of both, 128 is exactly one key tile; the
-// mask of batch element 0 empties whole key tiles at 300.
+// Tiles (kernels/cpu/attention_cpu.cc): 256 queries x 512 keys; 512 is exactly one key tile and two query
+// tiles, 600 and 700 leave partial tiles of both, and at 700 the mask of batch element 0 (real up to 466)
+// empties the whole second key tile.
 TEST(FusedAttention, LengthsAcrossTilesMatchReference) {
   torch::manual_seed(22);
-  for (int64_t length : {64, 128, 200, 300})
+  for (int64_t length : {64, 300, 512, 600, 700})
     for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 4, {true, true, true}, masked, 0});
 }
 
 TEST(FusedAttention, DropoutUsesTheSameMaskBothWays) {
   torch::manual_seed(23);
-  for (int64_t length : {3, 70, 200})
+  for (int64_t length : {3, 70, 600})  // 600: a second, partial key tile draws from the middle of each row's stream
     for (bool masked : {false, true}) expect_fused_matches_reference({2, 3, length, 4, 5, {true, true, true}, masked, 0.3});
 }
 
