@@ -26,14 +26,17 @@ constexpr int64_t kForwardQueryTile = 256;
 constexpr int64_t kQueryTile = 256;  // backward
 constexpr int64_t kKeyTile = 512;
 
-// e^x for x <= 0 (every argument here is a score minus its row maximum), vectorisable: 2^n times the degree-5
-// Taylor polynomial of the remainder r = x - n ln2, |r| <= ln2 / 2 (relative error below 2.5e-6, about 20 ulp,
-// the accuracy class of the exp_u20 PyTorch's own CPU flash attention uses; the double kernel calls std::exp);
-// 0 below -87 (and for -inf, the masked keys). n = round(x log2 e) by the 1.5 * 2^23 trick (floorf would not
-// vectorise without -fno-trapping-math), 2^n built in the exponent bits.
+// e^x for x <= 0 (every argument here is a score minus its row maximum or log-sum-exp), vectorisable: 2^n times
+// the degree-5 Taylor polynomial of the remainder r = x - n ln2, |r| <= ln2 / 2 (relative error below 2.5e-6,
+// about 20 ulp, the accuracy class of the exp_u20 PyTorch's own CPU flash attention uses; the double kernel
+// calls std::exp). n = round(x log2 e) by the 1.5 * 2^23 trick (floorf would not vectorise without
+// -fno-trapping-math), 2^n built in the exponent bits. x is clamped to [-88, 0]: from about -87.7 down (and for
+// -inf, the masked keys) n = -127, whose 2^n bit pattern is +0, so the result is exactly 0 without a select
+// (the true value there is below 2^-126). Both clamps compile to one min and one max.
 inline float exp_nonpositive(float x) {
   const float kLog2e = 1.44269504f, kLn2Hi = 0.693145752f, kLn2Lo = 1.42860677e-6f, kRound = 12582912.0f;
-  const float clamped = std::max(x, -87.0f);
+  const float below = x < 0.0f ? x : 0.0f;
+  const float clamped = below > -88.0f ? below : -88.0f;
   const float n = (clamped * kLog2e + kRound) - kRound;
   const float r = clamped - n * kLn2Hi - n * kLn2Lo;
   float p = 1.0f / 120;
@@ -43,7 +46,7 @@ inline float exp_nonpositive(float x) {
   p = p * r + 1.0f;
   p = p * r + 1.0f;
   const float two_n = __builtin_bit_cast(float, (static_cast<int32_t>(n) + 127) << 23);
-  return x < -87.0f ? 0.0f : p * two_n;
+  return p * two_n;
 }
 inline double exp_nonpositive(double x) { return std::exp(x); }
 
@@ -115,14 +118,14 @@ T exp_in_place(T* x, int64_t n, T shift) {
   for (; c + L <= n; c += L) {
 #pragma omp simd
     for (int64_t v = 0; v < L; ++v) {
-      const T p = exp_nonpositive(std::min(x[c + v] - shift, T(0)));
+      const T p = exp_nonpositive(x[c + v] - shift);
       x[c + v] = p;
       lanes[v] += p;
     }
   }
   T sum = fold_lanes<L>(lanes, [](T a, T b) { return a + b; });
   for (; c < n; ++c) {
-    x[c] = exp_nonpositive(std::min(x[c] - shift, T(0)));
+    x[c] = exp_nonpositive(x[c] - shift);
     sum += x[c];
   }
   return sum;

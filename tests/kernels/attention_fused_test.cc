@@ -1,7 +1,7 @@
 // Composite attention (lib/ops/attention_ops.h): the fused tiled CPU kernel against the plain-ATen reference,
 // forward and every gradient (q, k, v, W^C, beta, W^K'), in double, over every combination of relative terms,
 // radii inside and beyond T, padding masks, dropout (the same Philox mask both ways), and lengths that are not
-// a multiple of either tile (64 queries, 128 keys); finite differences on tiny shapes; float agreement; the
+// a multiple of either tile (256 queries, 512 keys); finite differences on tiny shapes; float agreement; the
 // Philox generator against its published known-answer vectors; argument errors.
 #include <gtest/gtest.h>
 
