@@ -350,33 +350,64 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
   });
 }
 
-// Adds the score gradients ds [rows, cols] of the tile to the band gradients: the query band's row i, and
-// the key band's entries (through key_first_grad / key_last_grad for the runs outside the band).
-template <typename T>
-void accumulate_band_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* ds,
-                           T* query_band_grad, T* key_band_grad, T* key_first_grad, T* key_last_grad) {
+// Over a run of n columns beside the band: the score gradients g = p (dP z / (1 - p) - delta) in place (dP
+// arrives in g; kDropout: f holds z / (1 - p)), each added to its key's edge gradient key_grad[c] (the key
+// band's entry that every query on this side of the key shares); returns their sum (the query band's edge
+// entry). One pass instead of three: the gradients, then the two bands' reductions over the tile.
+template <bool kDropout, typename T>
+T run_score_grads(T* __restrict g, const T* __restrict p, const T* __restrict f, T delta, T* __restrict key_grad,
+                  int64_t n) {
+  constexpr int64_t L = kRowLanes<T>, V = 64 / sizeof(T);
+  T lanes[L];
+  for (int64_t v = 0; v < L; ++v) lanes[v] = T(0);
+  auto one = [&](int64_t c) {
+    const T y = p[c] * ((kDropout ? g[c] * f[c] : g[c]) - delta);
+    g[c] = y;
+    key_grad[c] += y;
+    return y;
+  };
+  int64_t c = 0;
+  for (; c + L <= n; c += L) {
+#pragma omp simd
+    for (int64_t v = 0; v < L; ++v) lanes[v] += one(c + v);
+  }
+  for (; c + V <= n; c += V) {
+#pragma omp simd
+    for (int64_t v = 0; v < V; ++v) lanes[v] += one(c + v);
+  }
+  T sum = fold_lanes<L>(lanes, [](T x, T y) { return x + y; });
+  for (; c < n; ++c) sum += one(c);
+  return sum;
+}
+
+// The score gradients of the tile's rows [rows, cols] in place over dP (ds = p (dP z / (1 - p) - delta)) and
+// their sums into the band gradients: the query band's row i, and the key band's entries (the runs outside
+// the band through key_first_grad / key_last_grad, indexed by key from the tile's first).
+template <bool kDropout, typename T>
+void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* probabilities,
+                 const T* factor, const T* delta, T* ds, T* query_band_grad, T* key_band_grad, T* key_first_grad,
+                 T* key_last_grad) {
   const int64_t n = shape.radius, w = shape.width;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
-    const T* row = ds + r * cols;
     const BandSplit split = band_split(i, j0, cols, n);
-    if (query_band_grad != nullptr) {
-      T* g = query_band_grad + i * w;
-      T left = 0, right = 0;
-#pragma omp simd reduction(+ : left)
-      for (int64_t c = 0; c < split.left; ++c) left += row[c];
-#pragma omp simd reduction(+ : right)
-      for (int64_t c = split.right; c < cols; ++c) right += row[c];
-      g[0] += left;
-      g[2 * n] += right;
-      for (int64_t c = split.left; c < split.right; ++c) g[j0 + c - i + n] += row[c];
+    T* g = ds + r * cols;
+    const T* p = probabilities + r * cols;
+    const T* f = kDropout ? factor + r * cols : nullptr;
+    const T delta_i = delta[i];
+    const T left = run_score_grads<kDropout>(g, p, f, delta_i, key_last_grad, split.left);
+    const T right = run_score_grads<kDropout>(g + split.right, p + split.right, kDropout ? f + split.right : nullptr,
+                                              delta_i, key_first_grad + split.right, cols - split.right);
+    T* qg = query_band_grad != nullptr ? query_band_grad + i * w : nullptr;
+    for (int64_t c = split.left; c < split.right; ++c) {
+      const T y = p[c] * ((kDropout ? g[c] * f[c] : g[c]) - delta_i);
+      g[c] = y;
+      if (qg != nullptr) qg[j0 + c - i + n] += y;
+      if (key_band_grad != nullptr) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += y;
     }
-    if (key_band_grad != nullptr) {
-#pragma omp simd
-      for (int64_t c = 0; c < split.left; ++c) key_last_grad[c] += row[c];
-#pragma omp simd
-      for (int64_t c = split.right; c < cols; ++c) key_first_grad[c] += row[c];
-      for (int64_t c = split.left; c < split.right; ++c) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += row[c];
+    if (qg != nullptr) {
+      qg[0] += left;
+      qg[2 * n] += right;
     }
   }
 }
@@ -434,21 +465,13 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
           if (head.uniform) continue;  // constant scores: no gradient reaches q, k or the bands
           gemm<T>(false, true, rows, cols, d, T(1), dout.row(i0), dout.ld, head.v.row(j0), head.v.ld, T(0), ds.data(),
                   cols);
-          for (int64_t r = 0; r < rows; ++r) {  // ds = p (dP z / (1 - p) - delta)
-            T* g = ds.data() + r * cols;
-            const T* p = s.data() + r * cols;
-            const T* f = dropout ? factor.data() + r * cols : nullptr;
-            const T delta_i = delta[i0 + r];
-            if (f != nullptr) {
-#pragma omp simd
-              for (int64_t c = 0; c < cols; ++c) g[c] = p[c] * (g[c] * f[c] - delta_i);
-            } else {
-#pragma omp simd
-              for (int64_t c = 0; c < cols; ++c) g[c] = p[c] * (g[c] - delta_i);
-            }
+          if (dropout) {
+            score_grads<true>(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(),
+                              query_band_grad, key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
+          } else {
+            score_grads<false>(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(),
+                               query_band_grad, key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
           }
-          accumulate_band_grads(shape, i0, rows, j0, cols, ds.data(), query_band_grad, key_band_grad,
-                                key_first_grad.data() + j0, key_last_grad.data() + j0);
           gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
                   dq.ld);
           gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1),

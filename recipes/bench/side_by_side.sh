@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Several cabert binaries (builds of different commits) on the same attention ops and model training steps,
 # taking turns binary by binary and round by round, so that a busy or noisy machine weighs on all of them alike;
-# then, when HF_DIR names a `cabert export` of a convbert-small checkpoint (recipes/bench/attention.sh makes
-# one), HF ConvBertForMaskedLM on the same shapes. Prints Markdown tables, one per binary and round.
+# when HF_DIR names a `cabert export` of a convbert-small checkpoint (recipes/bench/attention.sh makes one), HF
+# ConvBertForMaskedLM on the same shapes takes its turn in every round too, so that each round's ratio to HF has
+# its own baseline. Prints Markdown tables, one per binary and round, and HF's rows as JSON lines tagged with
+# their round (OUT_DIR/hf-convbert.jsonl).
 #
 #   BINARIES="old/bin/cabert build/bin/cabert" bash recipes/bench/side_by_side.sh [OUT_DIR]
 #
@@ -19,6 +21,7 @@ repeats=${REPEATS:-3}
 vocab=${VOCAB:-4000}
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 mkdir -p "$out"
+rm -f "$out/hf-convbert.jsonl"
 echo "load average at start: $(cut -d' ' -f1-3 /proc/loadavg)" >&2
 for round in $(seq 1 "$rounds"); do
   for binary in $binaries; do
@@ -36,8 +39,11 @@ for round in $(seq 1 "$rounds"); do
       --set vocab_size="$vocab" --seq 128,512 --batch 8 --repeats "$repeats" --warmup 1
     echo
   done
+  if [ -n "${HF_DIR:-}" ]; then
+    echo "## round $round: HF ConvBertForMaskedLM"
+    echo
+    .venv/bin/python recipes/bench/hf_model_step.py "$HF_DIR" --seq 128,512 --batch 8 --threads "$threads" \
+      --repeats "$repeats" --warmup 1 | sed "s/^{/{\"round\": $round, /" | tee -a "$out/hf-convbert.jsonl"
+    echo
+  fi
 done | tee "$out/cabert.md"
-if [ -n "${HF_DIR:-}" ]; then
-  .venv/bin/python recipes/bench/hf_model_step.py "$HF_DIR" --seq 128,512 --batch 8 --threads "$threads" \
-    --repeats "$repeats" --warmup 1 | tee "$out/hf-convbert.jsonl"
-fi
