@@ -297,11 +297,12 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
   const bool dropout = in.dropout.p > 0;
   T* out = result.out.data_ptr<T>();          // [B, T, N, d] storage
   T* lse = result.logsumexp.data_ptr<T>();    // [B, N, T]
+  // Scratch for the largest tile this length has (short sequences: much less than a full tile's 512 KiB).
+  const int64_t tile_rows = std::min(kForwardQueryTile, T_), tile_cols = std::min(kKeyTile, T_);
   at::parallel_for(0, shape.batch * shape.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> s(kForwardQueryTile * kKeyTile), factor(dropout ? kForwardQueryTile * kKeyTile : 0),
-        acc(kForwardQueryTile * d);
-    std::vector<T> row_max(kForwardQueryTile), row_sum(kForwardQueryTile), tile_max(kForwardQueryTile),
-        key_first(kKeyTile), key_last(kKeyTile);
+    std::vector<T> s(tile_rows * tile_cols), factor(dropout ? tile_rows * tile_cols : 0), acc(tile_rows * d);
+    std::vector<T> row_max(tile_rows), row_sum(tile_rows), tile_max(tile_rows), key_first(tile_cols),
+        key_last(tile_cols);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / query_tiles, b = bh / shape.heads, h = bh % shape.heads;
       const int64_t i0 = (task % query_tiles) * kForwardQueryTile, rows = std::min(kForwardQueryTile, T_ - i0);
@@ -419,10 +420,10 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
   const T scale = static_cast<T>(in.scale);
   const bool dropout = in.dropout.p > 0;
   const T* lse_all = forward.logsumexp.data_ptr<T>();
+  const int64_t tile_size = std::min(kQueryTile, T_) * std::min(kKeyTile, T_), tile_cols = std::min(kKeyTile, T_);
   at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<T> s(kQueryTile * kKeyTile), ds(kQueryTile * kKeyTile), factor(dropout ? kQueryTile * kKeyTile : 0),
-        dropped(dropout ? kQueryTile * kKeyTile : 0);
-    std::vector<T> key_first(kKeyTile), key_last(kKeyTile), key_first_grad(T_), key_last_grad(T_), delta(T_);
+    std::vector<T> s(tile_size), ds(tile_size), factor(dropout ? tile_size : 0), dropped(dropout ? tile_size : 0);
+    std::vector<T> key_first(tile_cols), key_last(tile_cols), key_first_grad(T_), key_last_grad(T_), delta(T_);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / shape.heads, h = bh % shape.heads;
       const Head<T> head = head_of<T>(in, shape, summary, b, h);
