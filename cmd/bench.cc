@@ -287,11 +287,11 @@ void run_model_bench(const BenchOptions& options) {
               << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
               << env.allocator() << "\n\n"
               << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
-                 "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up |\n"
-              << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+                 "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up | train GFLOP/s (of matmul peak) |\n"
+              << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   } else if (options.format == "tsv") {
     std::cout << "model\tkernels\tB\tT\tparams\tflops_per_token\ttrain_ms\ttrain_tok_s\ttrain_peak_mib\tinfer_ms\t"
-                 "infer_tok_s\tinfer_peak_mib\ttrain_speedup\n";
+                 "infer_tok_s\tinfer_peak_mib\ttrain_speedup\ttrain_gflops\tmatmul_gflops\n";
   }
   for (int64_t seq : options.seqs) {
     config.seq = seq;
@@ -301,7 +301,7 @@ void run_model_bench(const BenchOptions& options) {
       } else {
         const auto& tr = record.train_timing();
         const auto& in = record.inference_timing();
-        const std::vector<std::string> cells = {
+        std::vector<std::string> cells = {
             options.model, record.kernels(), std::to_string(record.batch()), std::to_string(seq),
             models::human_parameters(record.parameters()), fixed(record.flops_per_token() / 1e9, 4),
             fixed(tr.median_ms()) + " (" + fixed(tr.q1_ms()) + "-" + fixed(tr.q3_ms()) + ")",
@@ -310,6 +310,13 @@ void run_model_bench(const BenchOptions& options) {
             fixed(record.inference_tokens_per_second(), 0),
             mebibytes(in.peak_extra_bytes()),
             record.speedup_vs_reference() > 0 ? fixed(record.speedup_vs_reference(), 2) + "x" : "-"};
+        if (options.format == "tsv") {
+          cells.push_back(fixed(record.train_gflops_per_second(), 1));
+          cells.push_back(fixed(record.matmul_gflops(), 1));
+        } else {
+          cells.push_back(fixed(record.train_gflops_per_second(), 0) + " (" +
+                          fixed(100 * record.train_gflops_per_second() / record.matmul_gflops(), 0) + "%)");
+        }
         print_row(cells, options.format);
       }
       if (writer) writer->write(record);

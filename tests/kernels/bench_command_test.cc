@@ -122,6 +122,11 @@ TEST(BenchModel, OneRecordPerPathWithSpeedUpParametersAndFlops) {
     EXPECT_EQ(record.inference_timing().repeats(), 2);
     EXPECT_GT(record.train_timing().peak_extra_bytes(), 0);
     EXPECT_NEAR(record.train_tokens_per_second(), 32 / (record.train_timing().median_ms() / 1000), 1e-6);
+    // Training counted as 3 forward passes of the analytic FLOPs; the peak is a positive measured rate.
+    EXPECT_NEAR(record.train_gflops_per_second(),
+                3 * record.flops_per_token() * 32 / (record.train_timing().median_ms() / 1000) / 1e9, 1e-9);
+    EXPECT_GT(record.matmul_gflops(), 0.1);
+    EXPECT_EQ(record.matmul_gflops(), records[0].matmul_gflops()) << "one peak per run, shared by the paths";
     // At least the encoder's linear layers: 2 x (4 H^2 + 2 H I) multiply-adds per token and layer.
     const double H = config.model.hidden_size(), I = config.model.intermediate_size();
     EXPECT_GE(record.flops_per_token(), 2 * config.model.num_layers() * (4 * H * H + 2 * H * I));
