@@ -37,7 +37,7 @@ at::Tensor sum_channel_groups(const at::Tensor& per_channel, int64_t groups) {
 
 at::Tensor real_positions_sum(const at::Tensor& grad, const at::Tensor& mask) {
   at::Tensor masked = mask.defined() ? grad * mask.unsqueeze(-1).to(grad.scalar_type()) : grad;
-  return masked.sum({0, 1});
+  return masked.sum(at::IntArrayRef{0, 1});
 }
 
 }  // namespace
@@ -107,7 +107,7 @@ RelposGrads relative_position_scores_backward(const at::Tensor& grad, const at::
   const RelposShape shape = check_relative_position_scores(q, w, beta, radius);
   at::Tensor band_grad = CABERT_DEVICE_CALL(q, "relative_position_scores", relpos_reduce, grad.contiguous(), radius);
   RelposGrads grads;
-  if (beta.defined()) grads.beta = band_grad.sum({0, 2});
+  if (beta.defined()) grads.beta = band_grad.sum(at::IntArrayRef{0, 2});
   if (w.defined()) {
     at::Tensor scaled = band_grad * scale;  // [B, N, T, 2n+1]
     grads.q = at::matmul(scaled, w);

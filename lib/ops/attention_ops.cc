@@ -120,7 +120,7 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     FloatRegion region;  // a backward run under autocast keeps these products in float32, as the forward's
     torch::Tensor grad_wq, grad_b, grad_wk;
     if (wq.defined()) grad_wq = band_backward(grads.query_band, q, wq, scale, grads.q);
-    if (b.defined()) grad_b = grads.query_band.sum({0, 2});
+    if (b.defined()) grad_b = grads.query_band.sum(at::IntArrayRef{0, 2});
     if (wk.defined()) grad_wk = band_backward(grads.key_band, k, wk, scale, grads.k);
     return {grads.q,         grads.k,         grads.v,         grad_wq,         grad_b,         grad_wk,
             torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};

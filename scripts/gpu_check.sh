@@ -1,0 +1,140 @@
+#!/usr/bin/env bash
+# The first-GPU check of issue 18, as one prepared command for a machine lent through the device tool (CUDA
+# toolkit, CMake, ninja and a python3 with PyTorch there; no package registry): builds cabert against that
+# PyTorch's LibTorch and the Debian packages scripts/gpu_kit.sh fetched into .gpu-kit, then runs, each step
+# under what is left of the time budget:
+#   1. `cabert selftest --device all`   (build, devices, kernel routes, every op against its reference)
+#   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...)
+#   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference)
+# Logs (at most 8 files, as the device tool returns them) go to $OUT, or out/gpu-check elsewhere:
+# summary.txt (versions, each step's exit code and seconds), configure.log, build.log, selftest.log,
+# gpu-tests.log, bench.md.
+#
+#   bash scripts/gpu_kit.sh                                                    # on the Debian machine, once
+#   device run: command "bash scripts/gpu_check.sh", carry [".gpu-kit"], timeout_s 560
+#
+# Environment: GPU_CHECK_SECONDS (530: the budget for all steps, kept under the call's timeout so that the logs
+# come back), TORCH_CUDA_ARCH_LIST (default: the first GPU's compute capability, one architecture to compile),
+# CABERT_JOBS (all cores), CABERT_CMAKE_ARGS (more configure arguments), GPU_CHECK_TARGETS (cabert
+# cabert_gpu_tests), GPU_CHECK_BUILD_ONLY (set: stop after the build; how the kit is checked without a GPU).
+#
+# The Debian packages are unpacked under /tmp/cabert-deps, never into /; of their shared libraries only those the
+# machine lacks go on the library path (its own newer ones stay in use). A rerun on the same (warm) machine
+# rebuilds only what changed. Checked on the Debian machine (no GPU), with /usr hidden from CMake and torch
+# 2.11.0+cu130's LibTorch:
+#   GPU_CHECK_BUILD_ONLY=1 CABERT_CMAKE_ARGS="-DTorch_DIR=<torch>/share/cmake/Torch -DCMAKE_IGNORE_PREFIX_PATH=/usr" \
+#     bash scripts/gpu_check.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-out/gpu-check}
+mkdir -p "$out"
+budget=${GPU_CHECK_SECONDS:-530}
+started=$(date +%s)
+deps=/tmp/cabert-deps
+build=build-gpu
+jobs=${CABERT_JOBS:-$(nproc)}
+summary="$out/summary.txt"
+: > "$summary"
+
+say() { echo "gpu_check: $*" | tee -a "$summary" >&2; }
+left() { echo $((budget - ($(date +%s) - started))); }
+# step NAME LOG COMMAND...: runs COMMAND with what is left of the budget (less 10 s for the logs), appends its
+# output to LOG, records exit code and seconds; a step that finds under 20 s left is skipped.
+step() {
+  local name=$1 log=$2
+  shift 2
+  local limit=$(($(left) - 10))
+  if [ "$limit" -lt 20 ]; then
+    say "$name: skipped, $((limit + 10)) s of the budget left"
+    return 1
+  fi
+  local t0=$(date +%s)
+  timeout --kill-after=5 "$limit" "$@" >> "$log" 2>&1
+  local rc=$?
+  say "$name: exit $rc in $(($(date +%s) - t0)) s$([ $rc = 124 ] && echo ' (out of budget)')"
+  return $rc
+}
+
+if ! ls .gpu-kit/debs/*.deb > /dev/null 2>&1; then
+  say "no .gpu-kit/debs: run scripts/gpu_kit.sh on the Debian machine and carry .gpu-kit"
+  exit 2
+fi
+{
+  echo "host: $(uname -srm), $(nproc) cores"
+  nvidia-smi --query-gpu=name,memory.total,driver_version,compute_cap --format=csv,noheader 2>&1 | sed 's/^/gpu: /'
+  echo "nvcc: $(nvcc --version 2>&1 | tail -n 2 | tr '\n' ' ')"
+  echo "c++: $(c++ --version 2>&1 | head -n 1); cmake: $(cmake --version | head -n 1)"
+  echo "python3: $(python3 -c 'import sys, torch; print(sys.version.split()[0], "torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1)"
+} | tee -a "$summary" >&2
+
+# The Debian packages, unpacked; pkg-config files pointed at their new prefix (cairo's private requirements
+# are dropped: cabert compiles against cairo.h alone and links libcairo, whose dependencies it does not name).
+# Done once per kit: a rerun on the same machine keeps the files' times, so the build stays incremental (protoc's
+# wrapper is an input of every generated .pb.h).
+lib="$deps/usr/lib/x86_64-linux-gnu"
+kit_stamp=$(ls -l .gpu-kit/debs | md5sum | cut -d' ' -f1)
+if [ "$(cat "$deps/.kit-stamp" 2>/dev/null)" != "$kit_stamp" ]; then
+  rm -rf "$deps"
+  mkdir -p "$deps/bin"
+  for deb in .gpu-kit/debs/*.deb; do dpkg-deb -x "$deb" "$deps"; done
+  # Some packages (zlib1g, libexpat1) still ship their libraries under /lib, and -dev links point there by
+  # absolute path: one library folder, with relative links.
+  [ -d "$deps/lib/x86_64-linux-gnu" ] && cp -a "$deps/lib/x86_64-linux-gnu/." "$lib/"
+  for link in "$lib"/*; do
+    if [ -L "$link" ] && [[ "$(readlink "$link")" == /* ]]; then ln -sfn "$(basename "$(readlink "$link")")" "$link"; fi
+  done
+  for pc in "$lib"/pkgconfig/*.pc "$deps"/usr/share/pkgconfig/*.pc; do
+    [ -f "$pc" ] && sed -i -e "s|=/usr|=$deps/usr|g" -e "s| -I/usr| -I$deps/usr|g" "$pc"
+  done
+  sed -i '/^Requires.private:/d' "$lib/pkgconfig/cairo.pc"
+  # protoc and pkgconf run with the kit's libraries; everything else keeps the machine's.
+  for tool in protoc pkgconf; do
+    printf '#!/bin/sh\nLD_LIBRARY_PATH=%s exec %s "$@"\n' "$lib" "$deps/usr/bin/$tool" > "$deps/bin/$tool"
+    chmod +x "$deps/bin/$tool"
+  done
+  echo "$kit_stamp" > "$deps/.kit-stamp"
+fi
+rm -rf "$deps/runtime-lib"
+mkdir -p "$deps/runtime-lib"
+# Shared libraries the machine has no copy of (by soname) are what cabert's binaries need from the kit.
+known=$(ldconfig -p 2>/dev/null | awk '{print $1}')
+missing=()
+for so in "$lib"/*.so.*; do
+  name=$(basename "$so")
+  [[ "$name" =~ \.so\.[0-9]+$ ]] || continue
+  if ! grep -qxF "$name" <<< "$known"; then
+    ln -sf "$so" "$deps/runtime-lib/$name"
+    missing+=("$name")
+  fi
+done
+say "from the kit at run time: ${missing[*]:-nothing}"
+export PKG_CONFIG_PATH="$lib/pkgconfig:$deps/usr/share/pkgconfig${PKG_CONFIG_PATH:+:$PKG_CONFIG_PATH}"
+# The machine's pkg-config where it has one, else the kit's pkgconf (with the kit's libpkgconf).
+pkg_config=$(command -v pkg-config || echo "$deps/bin/pkgconf")
+say "pkg-config: $pkg_config"
+if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ]; then
+  TORCH_CUDA_ARCH_LIST=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader 2>/dev/null | head -n 1)
+  export TORCH_CUDA_ARCH_LIST
+fi
+say "TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset}"
+
+step configure "$out/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DCABERT_CUDA=ON -DCABERT_PYTHON="$(command -v python3)" -DCMAKE_PREFIX_PATH="$deps/usr" \
+  -DProtobuf_PROTOC_EXECUTABLE="$deps/bin/protoc" -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
+  -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib" ${CABERT_CMAKE_ARGS:-} || exit 1
+# shellcheck disable=SC2086  # GPU_CHECK_TARGETS is a list of targets
+step build "$out/build.log" cmake --build "$build" -j "$jobs" --target ${GPU_CHECK_TARGETS:-cabert cabert_gpu_tests} ||
+  exit 1
+[ -n "${GPU_CHECK_BUILD_ONLY:-}" ] && exit 0
+
+export LD_LIBRARY_PATH="$deps/runtime-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export OMP_WAIT_POLICY=passive
+step selftest "$out/selftest.log" "$build/bin/cabert" selftest --device all
+step gpu-tests "$out/gpu-tests.log" ctest --test-dir "$build" -L gpu --output-on-failure
+step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv,relpos \
+  --seq 512,2048 --kernel 3,17,31 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
+step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa,attention \
+  --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
+step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
+  --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+say "done in $(($(date +%s) - started)) s of $budget"
