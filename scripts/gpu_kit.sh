@@ -14,6 +14,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 kit=.gpu-kit
 grep -qxF "/$kit/" .git/info/exclude 2>/dev/null || echo "/$kit/" >> .git/info/exclude
+# The libraries of scripts/setup.sh's package list (keep the two in step), without the toolchain the GPU machine
+# has, plus what they need at run time.
 packages=(
   # build: headers, static archives, CMake and pkg-config files, tools
   libsentencepiece-dev libcli11-dev libprotobuf-dev protobuf-compiler libzstd-dev libgtest-dev libgmock-dev

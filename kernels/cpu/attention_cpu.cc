@@ -351,10 +351,16 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
   });
 }
 
-// Over a run of n columns beside the band: the score gradients g = p (dP z / (1 - p) - delta) in place (dP
-// arrives in g; kDropout: f holds z / (1 - p)), each added to its key's edge gradient key_grad[c] (the key
-// band's entry that every query on this side of the key shares); returns their sum (the query band's edge
-// entry). One pass instead of three: the gradients, then the two bands' reductions over the tile.
+// One score gradient: p (dP z / (1 - p) - delta), with dP in g and (kDropout) z / (1 - p) in f.
+template <bool kDropout, typename T>
+inline T score_grad(T g, T p, T f, T delta) {
+  return p * ((kDropout ? g * f : g) - delta);
+}
+
+// Over a run of n columns beside the band: the score gradients in place over dP (score_grad; f is read only
+// with kDropout), each added to its key's edge gradient key_grad[c] (the key band's entry that every query on
+// this side of the key shares); returns their sum (the query band's edge entry). One pass instead of three:
+// the gradients, then the two bands' reductions over the tile.
 template <bool kDropout, typename T>
 T run_score_grads(T* __restrict g, const T* __restrict p, const T* __restrict f, T delta, T* __restrict key_grad,
                   int64_t n) {
@@ -362,7 +368,7 @@ T run_score_grads(T* __restrict g, const T* __restrict p, const T* __restrict f,
   T lanes[L];
   for (int64_t v = 0; v < L; ++v) lanes[v] = T(0);
   auto one = [&](int64_t c) {
-    const T y = p[c] * ((kDropout ? g[c] * f[c] : g[c]) - delta);
+    const T y = score_grad<kDropout>(g[c], p[c], kDropout ? f[c] : T(0), delta);
     g[c] = y;
     key_grad[c] += y;
     return y;
@@ -401,7 +407,7 @@ void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64
                                               delta_i, key_first_grad + split.right, cols - split.right);
     T* qg = query_band_grad != nullptr ? query_band_grad + i * w : nullptr;
     for (int64_t c = split.left; c < split.right; ++c) {
-      const T y = p[c] * ((kDropout ? g[c] * f[c] : g[c]) - delta_i);
+      const T y = score_grad<kDropout>(g[c], p[c], kDropout ? f[c] : T(0), delta_i);
       g[c] = y;
       if (qg != nullptr) qg[j0 + c - i + n] += y;
       if (key_band_grad != nullptr) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += y;
@@ -420,6 +426,7 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
   const T scale = static_cast<T>(in.scale);
   const bool dropout = in.dropout.p > 0;
   const T* lse_all = forward.logsumexp.data_ptr<T>();
+  auto* const score_grads_of = dropout ? &score_grads<true, T> : &score_grads<false, T>;
   const int64_t tile_size = std::min(kQueryTile, T_) * std::min(kKeyTile, T_), tile_cols = std::min(kKeyTile, T_);
   at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(tile_size), ds(tile_size), factor(dropout ? tile_size : 0), dropped(dropout ? tile_size : 0);
@@ -466,13 +473,8 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
           if (head.uniform) continue;  // constant scores: no gradient reaches q, k or the bands
           gemm<T>(false, true, rows, cols, d, T(1), dout.row(i0), dout.ld, head.v.row(j0), head.v.ld, T(0), ds.data(),
                   cols);
-          if (dropout) {
-            score_grads<true>(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(),
-                              query_band_grad, key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
-          } else {
-            score_grads<false>(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(),
-                               query_band_grad, key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
-          }
+          score_grads_of(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(), query_band_grad,
+                         key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
           gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
                   dq.ld);
           gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1),
