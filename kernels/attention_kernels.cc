@@ -3,10 +3,8 @@
 #include <sstream>
 
 #include "kernels/build_info.h"
+#include "kernels/chunked/attention_chunked.h"
 #include "kernels/cpu/attention_cpu.h"
-#ifdef CABERT_WITH_CUDA
-#include "kernels/cuda/attention_cuda.h"
-#endif
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
@@ -33,11 +31,7 @@ AttentionInputs checked(const AttentionInputs& in) {
   require(in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble,
           str("expected q to be float or double, got ", in.q.scalar_type()));
   require(in.q.is_cpu() || in.q.is_cuda(), str("expected CPU or CUDA tensors, got q on ", in.q.device()));
-  if (in.q.is_cuda()) {
-    require_cuda_build(kOp);
-    require(in.q.size(3) <= kMaxCudaHeadSize,
-            str("the CUDA kernel takes heads of at most ", kMaxCudaHeadSize, " dimensions, got ", in.q.size(3)));
-  }
+  if (in.q.is_cuda()) require_cuda_build(kOp);
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k", in.k}, {"v", in.v}}) {
     require(t.defined() && t.sizes() == in.q.sizes(), str("expected ", name, " of shape ", shape_of(in.q),
                                                           " (as q), got ", shape_of(t)));
@@ -73,17 +67,9 @@ AttentionInputs checked(const AttentionInputs& in) {
 
 }  // namespace
 
-// The device switch of the two entry points below.
-#ifdef CABERT_WITH_CUDA
-#define CABERT_ATTENTION_CALL(on_cuda, function, ...) \
-  ((on_cuda) ? cuda::function(__VA_ARGS__) : cpu::function(__VA_ARGS__))
-#else
-#define CABERT_ATTENTION_CALL(on_cuda, function, ...) cpu::function(__VA_ARGS__)
-#endif
-
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const AttentionInputs c = checked(in);
-  return CABERT_ATTENTION_CALL(c.q.is_cuda(), relative_attention_forward, c);
+  return c.q.is_cuda() ? chunked::relative_attention_forward(c) : cpu::relative_attention_forward(c);
 }
 
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
@@ -94,8 +80,9 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   saved.out = rows_contiguous(forward.out);
   saved.logsumexp = forward.logsumexp.contiguous();
   const AttentionInputs c = checked(in);
-  return CABERT_ATTENTION_CALL(c.q.is_cuda(), relative_attention_backward,
-                               rows_contiguous(grad_out.to(in.q.scalar_type())), c, saved);
+  const at::Tensor grad = rows_contiguous(grad_out.to(in.q.scalar_type()));
+  return c.q.is_cuda() ? chunked::relative_attention_backward(grad, c, saved)
+                       : cpu::relative_attention_backward(grad, c, saved);
 }
 
 }  // namespace cabert::kernels

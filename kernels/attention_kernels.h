@@ -13,9 +13,9 @@
 // Padding: masked keys take no part. A batch row whose keys are all masked attends uniformly to all of them
 // (what the reference's additive bias of the dtype's lowest value gives), with zero score gradients.
 //
-// Entry points: CPU tensors -> kernels/cpu (float, double), CUDA tensors -> kernels/cuda (a build with CUDA
-// kernels, heads of at most kMaxCudaHeadSize dimensions); the per-row maths of the CUDA kernel is
-// kernels/attention_math.h. The reference (the test oracle) is kernels/reference/attention_reference.h.
+// Entry points: CPU tensors -> kernels/cpu (float, double), CUDA tensors -> kernels/chunked (a build with CUDA
+// kernels: blocks of query rows through batched products, linear memory past one block; its dropout is
+// kernels/cuda's). The reference (the test oracle) is kernels/reference/attention_reference.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -25,8 +25,6 @@
 #include "kernels/dropout_kernels.h"
 
 namespace cabert::kernels {
-
-inline constexpr int64_t kMaxCudaHeadSize = 128;  // the CUDA kernel keeps a head-size row per thread
 
 struct AttentionInputs {
   at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free

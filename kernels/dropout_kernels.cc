@@ -21,34 +21,53 @@ void require(bool ok, const std::string& message) {
 
 }  // namespace
 
-at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw) {
+DrawRuns draw_runs(at::IntArrayRef sizes, const DrawIndex& index) {
+  int64_t numel = 1;
+  for (int64_t size : sizes) numel *= size;
+  const int64_t rows = sizes.empty() ? 1 : sizes[0];
+  const int64_t length = rows == 0 ? 0 : numel / rows;
+  const uint64_t stride = index.row_stride == 0 ? static_cast<uint64_t>(length) : index.row_stride;
+  require(stride >= static_cast<uint64_t>(length),
+          str("expected a row stride of at least the row length ", length, ", got ", index.row_stride));
+  if (stride == static_cast<uint64_t>(length)) return {numel == 0 ? 0 : 1, numel, index.first, stride * rows};
+  return {rows, length, index.first, stride};
+}
+
+at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw, const DrawIndex& index) {
   require(x.defined(), "expected a tensor, got none");
   require(at::isFloatingType(x.scalar_type()),
           str("expected a float, double, half or bfloat16 tensor, got ", x.scalar_type()));
   require(x.is_cpu() || x.is_cuda(), str("expected a CPU or CUDA tensor, got one on ", x.device()));
   require(draw.p >= 0 && draw.p < 1, str("expected a dropout probability in [0, 1), got ", draw.p));
+  const DrawRuns runs = draw_runs(x.sizes(), index);
   const at::Tensor c = x.contiguous();
   if (draw.p == 0) return c;
   if (c.is_cuda()) {
     require_cuda_build(kOp);
 #ifdef CABERT_WITH_CUDA
-    return cuda::philox_dropout(c, draw);
+    return cuda::philox_dropout(c, draw, runs);
 #endif
   }
-  return cpu::philox_dropout(c, draw);
+  return cpu::philox_dropout(c, draw, runs);
 }
 
-// The one-block form of kernels/philox.h, independent of the CPU kernel's lanes (the tests compare them).
-at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw) {
+// The one-block form of kernels/philox.h, independent of the CPU kernel's lanes (the tests compare them): each
+// run's counter blocks, a block's words going to the elements of the run it covers.
+at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw, const DrawIndex& index) {
+  const DrawRuns runs = draw_runs(sizes, index);
   at::Tensor keep = at::empty(sizes, at::TensorOptions().dtype(at::kBool));
   bool* out = keep.data_ptr<bool>();
   const float p = static_cast<float>(draw.p);
-  const int64_t total = keep.numel();
-  at::parallel_for(0, (total + 3) / 4, 4096, [&](int64_t begin, int64_t end) {
-    for (int64_t block = begin; block < end; ++block) {
-      const philox::Words words = philox::block(draw.seed, draw.offset, static_cast<uint64_t>(block));
-      for (int64_t lane = 0; lane < 4 && block * 4 + lane < total; ++lane) {
-        out[block * 4 + lane] = philox::uniform(words.w[lane]) >= p;
+  at::parallel_for(0, runs.rows * philox::blocks_per_run(runs), 4096, [&](int64_t begin, int64_t end) {
+    for (int64_t item = begin; item < end; ++item) {
+      const philox::RunBlock cover = philox::run_block(runs, item);
+      if (cover.block * 4 >= cover.stop) continue;
+      const philox::Words words = philox::block(draw.seed, draw.offset, cover.block);
+      for (uint64_t w = 0; w < 4; ++w) {
+        const uint64_t element = cover.block * 4 + w;
+        if (element >= cover.start && element < cover.stop) {
+          out[cover.run * runs.length + static_cast<int64_t>(element - cover.start)] = philox::uniform(words.w[w]) >= p;
+        }
       }
     }
   });

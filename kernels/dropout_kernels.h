@@ -5,6 +5,8 @@
 // gradient), every device and the reference draw the same mask, and a run is reproducible. The attention
 // kernels use the same scheme on their [B, N, T, T] probabilities.
 //
+// A block of a larger tensor draws that tensor's mask for its elements (DrawIndex below).
+//
 // Entry points: CPU tensors -> kernels/cpu/dropout_cpu.cc (vector lanes, threaded), CUDA tensors ->
 // kernels/cuda/dropout_cuda.cu (a build with CUDA kernels). The reference is dropout_keep: the mask itself.
 #pragma once
@@ -13,6 +15,8 @@
 
 #include <cstdint>
 
+#include "kernels/philox.h"
+
 namespace cabert::kernels {
 
 struct DropoutDraw {
@@ -20,12 +24,26 @@ struct DropoutDraw {
   uint64_t seed = 0, offset = 0;
 };
 
+// Where a tensor's elements sit in the scheme's index space when it is a block of a larger tensor: viewed as
+// [size(0), rest] (row-major), element (a, e) has index first + a row_stride + e. The default is the tensor
+// itself (first 0, rows back to back). The chunked attention path draws a [B N, rows, T] block of queries
+// i0 .. i0 + rows of the [B, N, T, T] probabilities with first = i0 T, row_stride = T T.
+struct DrawIndex {
+  uint64_t first = 0;
+  uint64_t row_stride = 0;  // 0: the row length (rows back to back)
+};
+
+// The index runs a kernel walks for a tensor of these sizes (kernels/philox.h): rows back to back are one run.
+// Checked: a stride shorter than a row would draw an index twice.
+using philox::DrawRuns;
+DrawRuns draw_runs(at::IntArrayRef sizes, const DrawIndex& index);
+
 // x with the draw's mask applied: x_e / (1 - p) where element e is kept, 0 elsewhere; contiguous, x's dtype
 // (float, double, half or bfloat16; the scale is applied in float, or double for double) and device.
-at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw);
+at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw, const DrawIndex& index = {});
 
 // The keep-mask of the scheme for a tensor of these sizes: bool, on the CPU (the reference's and the tests').
-at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw);
+at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw, const DrawIndex& index = {});
 
 // The reference: x * keep * (1 / (1 - p)) in plain ATen (differentiable by autograd), with dropout_keep's mask
 // moved to x's device and dtype. The attention reference applies it to the probabilities.

@@ -58,4 +58,26 @@ CABERT_HOST_DEVICE bool keep(uint64_t seed, uint64_t offset, uint64_t index, flo
   return uniform(block(seed, offset, index >> 2).w[index & 3]) >= p;
 }
 
+// The index runs a kernel walks for a tensor (kernels/dropout_kernels.h, draw_runs): `rows` runs of `length`
+// consecutive indices, run a starting at first + a stride.
+struct DrawRuns {
+  int64_t rows = 0, length = 0;
+  uint64_t first = 0, stride = 0;
+};
+
+// The walk over the counter blocks the runs meet, one work item per block: item t is block t % blocks_per_run
+// of run t / blocks_per_run (a run of L indices meets at most L / 4 + 2 blocks; items past a run's last block
+// have none: block * 4 >= stop). Its words go to the run's elements start <= block * 4 + w < stop, element
+// run * length + (index - start) of the tensor.
+struct RunBlock {
+  int64_t run;
+  uint64_t start, stop, block;
+};
+CABERT_HOST_DEVICE int64_t blocks_per_run(const DrawRuns& runs) { return runs.length / 4 + 2; }
+CABERT_HOST_DEVICE RunBlock run_block(const DrawRuns& runs, int64_t item) {
+  const int64_t per_run = blocks_per_run(runs), run = item / per_run;
+  const uint64_t start = runs.first + static_cast<uint64_t>(run) * runs.stride;
+  return {run, start, start + static_cast<uint64_t>(runs.length), (start >> 2) + static_cast<uint64_t>(item % per_run)};
+}
+
 }  // namespace cabert::kernels::philox

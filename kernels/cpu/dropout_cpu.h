@@ -6,7 +6,7 @@
 
 namespace cabert::kernels::cpu {
 
-// x contiguous on the CPU, 0 < p < 1.
-at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw);
+// x contiguous on the CPU, 0 < p < 1; the runs of x's elements (draw_runs).
+at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw, const DrawRuns& runs);
 
 }  // namespace cabert::kernels::cpu

@@ -3,7 +3,6 @@
 #include <cmath>
 #include <limits>
 
-#include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "lib/bench/op_bench.h"
 #include "lib/core/errors.h"
@@ -59,9 +58,8 @@ std::string selftest_route(const std::string& op, const torch::Device& device) {
   const bool cuda = device.is_cuda();
   const std::string conv = cuda ? "kernels/cuda" : "kernels/cpu";
   if (op == "composite-attention") {
-    return cuda ? str("the row-per-thread online-softmax kernel (kernels/cuda/attention_cuda) for heads up to ",
-                      kernels::kMaxCudaHeadSize, " dimensions, else at::scaled_dot_product_attention with the "
-                      "relative terms as an additive bias")
+    return cuda ? "blocks of query rows through batched products (kernels/chunked/attention_chunked), dropout "
+                  "from the Philox kernel of kernels/cuda/dropout_cuda"
                 : "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
   }
   if (op == "convbert-attention") {

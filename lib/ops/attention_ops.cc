@@ -141,10 +141,9 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
     const std::optional<torch::Tensor> attend = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
     return at::scaled_dot_product_attention(q, k, v, attend, dropout_p, /*is_causal=*/false, scale);
   }
-  // cabert's own kernel: on the CPU, and on CUDA in a build with CUDA kernels for heads of up to
-  // kMaxCudaHeadSize dimensions; larger CUDA heads take SDPA with the relative terms as a bias (quadratic).
-  const bool own_kernel = q.is_cpu() || (q.is_cuda() && kernels::built_with_cuda() &&
-                                         q.size(3) <= kernels::kMaxCudaHeadSize);
+  // cabert's own kernels: on the CPU, and on CUDA in a build with CUDA kernels (their Philox dropout); a CUDA
+  // tensor in a build without them takes SDPA with the relative terms as a bias (quadratic).
+  const bool own_kernel = q.is_cpu() || (q.is_cuda() && kernels::built_with_cuda());
   if (fused && own_kernel && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
     FloatRegion region;
     RelativePositionTerms relative32{to_float32(relative.query_weight), to_float32(relative.beta),
@@ -162,8 +161,8 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
   const kernels::AttentionInputs in =
       attention_inputs(q, k, v, bands, mask, relative.radius, scale, draw_dropout(fused ? 0 : dropout_p));
   if (!fused) return kernels::reference::relative_attention(in, probabilities);
-  // Large CUDA heads, or CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's
-  // memory-efficient kernel, its dropout).
+  // CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's memory-efficient
+  // kernel, its dropout).
   torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());
   return at::scaled_dot_product_attention(q, k, v, bias, dropout_p, /*is_causal=*/false, scale);
 }

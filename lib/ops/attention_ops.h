@@ -10,11 +10,11 @@
 //   - fused, no relative terms: at::scaled_dot_product_attention (PyTorch's own flash / memory-efficient
 //     kernels on CPU and CUDA), except on the CPU with dropout, which PyTorch's CPU flash kernel does not take
 //     (SDPA would run its quadratic math path): cabert's CPU kernel then;
-//   - fused, relative terms (or none, on the CPU with dropout), CPU, and CUDA heads of up to kernels::kMaxCudaHeadSize dimensions: cabert's
-//     kernels (kernels/cpu: tiled online softmax; kernels/cuda: a row per thread), nothing T x T, Philox
-//     dropout regenerated in the backward;
-//   - fused, relative terms, larger CUDA heads (or a build without CUDA kernels): PyTorch's SDPA with the
-//     relative terms as an additive float bias (the one T x T tensor).
+//   - fused, relative terms (or none, on the CPU with dropout): cabert's kernels (kernels/cpu: tiled online
+//     softmax; on CUDA kernels/chunked: blocks of query rows through batched products), nothing T x T past
+//     one block, Philox dropout regenerated in the backward;
+//   - fused, relative terms, CUDA in a build without CUDA kernels: PyTorch's SDPA with the relative terms as
+//     an additive float bias (the one T x T tensor).
 // The relative terms enter the kernels as [B, N, T, 2n+1] bands (linear in T). On the kernel path they are
 // one product over q's and k's storage, and the backward maps the band gradients to q, k and the weights
 // itself (in place into the kernel's gradients); elsewhere the bands and their gradients go through autograd.

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/chunked/attention_chunked.h"
 #include "kernels/build_info.h"
 #include "kernels/dropout_kernels.h"
 #include "lib/core/errors.h"
@@ -190,8 +191,8 @@ TEST(CudaKernels, RelativePositionsAndCompositeAttentionMatchTheCpu) {
   }
 }
 
-// The attention kernel itself with dropout: the CUDA threads draw the same Philox mask as the CPU tiles, so
-// output, log-sum-exp and every gradient agree in double; heads past kMaxCudaHeadSize are refused by name.
+// The attention kernel itself with dropout: the CUDA blocks draw the same Philox mask as the CPU tiles, so
+// output, log-sum-exp and every gradient agree in double, for any head size.
 TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   CABERT_REQUIRE_CUDA();
   torch::manual_seed(48);
@@ -225,20 +226,27 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   EXPECT_TRUE(torch::allclose(cuda_grads.query_band.cpu(), cpu_grads.query_band, 1e-10, 1e-10));
   EXPECT_TRUE(torch::allclose(cuda_grads.key_band.cpu(), cpu_grads.key_band, 1e-10, 1e-10));
 
-  kernels::AttentionInputs wide = on_cuda;
-  wide.q = torch::randn({1, 1, 4, kernels::kMaxCudaHeadSize + 1}, options.device(cuda0()));
-  wide.k = wide.v = wide.q;
-  wide.query_band = wide.key_band = wide.key_mask = torch::Tensor();
-  wide.dropout = {};
-  try {
-    kernels::relative_attention_forward(wide);
-    ADD_FAILURE() << "a head past kMaxCudaHeadSize was accepted";
-  } catch (const std::exception& e) {
-    EXPECT_NE(std::string(e.what()).find(str("heads of at most ", kernels::kMaxCudaHeadSize, " dimensions, got ",
-                                             kernels::kMaxCudaHeadSize + 1)),
-              std::string::npos)
-        << e.what();
+  // Heads wider than any per-thread row (160), and blocks of 7 query rows (the chunked path's own entry
+  // point), still the CPU kernel's numbers.
+  kernels::AttentionInputs wide = in;
+  wide.q = torch::randn({B, N, T, 160}, options);
+  wide.k = torch::randn({B, N, T, 160}, options);
+  wide.v = torch::randn({B, N, T, 160}, options);
+  kernels::AttentionInputs wide_cuda = wide;
+  for (torch::Tensor* t : {&wide_cuda.q, &wide_cuda.k, &wide_cuda.v, &wide_cuda.query_band, &wide_cuda.key_band,
+                           &wide_cuda.key_mask}) {
+    *t = t->to(cuda0());
   }
+  const kernels::AttentionOutputs wide_cpu = kernels::relative_attention_forward(wide);
+  const kernels::AttentionOutputs wide_blocks = kernels::chunked::relative_attention_forward(wide_cuda, 7 * B * N * T);
+  EXPECT_TRUE(torch::allclose(wide_blocks.out.cpu(), wide_cpu.out, 1e-10, 1e-10));
+  const torch::Tensor wide_dout = torch::randn({B, N, T, 160}, options);
+  const kernels::AttentionGrads wide_cpu_grads = kernels::relative_attention_backward(wide_dout, wide, wide_cpu);
+  const kernels::AttentionGrads wide_block_grads = kernels::chunked::relative_attention_backward(
+      wide_dout.to(cuda0()).contiguous(), wide_cuda, wide_blocks, 7 * B * N * T);
+  EXPECT_TRUE(torch::allclose(wide_block_grads.q.cpu(), wide_cpu_grads.q, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(wide_block_grads.k.cpu(), wide_cpu_grads.k, 1e-10, 1e-10));
+  EXPECT_TRUE(torch::allclose(wide_block_grads.key_band.cpu(), wide_cpu_grads.key_band, 1e-10, 1e-10));
 }
 
 // Philox dropout: the CUDA kernel drops the same elements as the CPU kernel and scales them alike, in every

@@ -117,6 +117,31 @@ TEST(PhiloxDropout, IdentityOutsideTrainingOrWithoutProbability) {
   EXPECT_NEAR(module(torch::ones({4000})).eq(0).to(torch::kDouble).mean().item<double>(), 0.5, 0.04);
 }
 
+// A block of a larger tensor (DrawIndex) draws that tensor's mask for its elements: rows 5 .. 16 of every
+// [37, 37] matrix of a [3, 37, 37] tensor (runs of 407 indices 1,369 apart, starting inside a counter block),
+// the kernel against the slice of the whole tensor's result, and the one-block mask against the slice of its
+// own; a block that is the whole tensor (stride = row length) draws as the default.
+TEST(PhiloxDropout, BlocksOfALargerTensorDrawItsMask) {
+  const int64_t T = 37, i0 = 5, rows = 11;
+  const auto draw = draw_of(0.4, 0x0123456789abcdefull, 3);
+  const torch::Tensor whole = torch::randn({3, T, T}, torch::kDouble);
+  const torch::Tensor block = whole.narrow(1, i0, rows).contiguous();
+  const kernels::DrawIndex index{static_cast<uint64_t>(i0 * T), static_cast<uint64_t>(T * T)};
+  EXPECT_TRUE(torch::equal(kernels::philox_dropout(block, draw, index),
+                           kernels::philox_dropout(whole, draw).narrow(1, i0, rows)));
+  EXPECT_TRUE(torch::equal(kernels::dropout_keep(block.sizes(), draw, index),
+                           kernels::dropout_keep(whole.sizes(), draw).narrow(1, i0, rows)));
+  // 4,101 runs of one element 3 apart from index 2: many short runs, most starting inside a counter block.
+  const torch::Tensor flat = torch::randn({2 + 3 * 4101});
+  auto every_third = [](const torch::Tensor& t) {
+    return t.narrow(0, 2, 3 * 4100 + 1).slice(0, 0, c10::nullopt, 3).reshape({4101, 1});
+  };
+  EXPECT_TRUE(torch::equal(kernels::philox_dropout(every_third(flat), draw, {2, 3}),
+                           every_third(kernels::philox_dropout(flat, draw))));
+  EXPECT_TRUE(torch::equal(kernels::philox_dropout(whole, draw, {0, static_cast<uint64_t>(T * T)}),
+                           kernels::philox_dropout(whole, draw)));
+}
+
 TEST(PhiloxDropout, RejectsBadArguments) {
   auto message = [](const std::function<void()>& run) {
     try {
@@ -133,6 +158,8 @@ TEST(PhiloxDropout, RejectsBadArguments) {
             "philox_dropout: expected a float, double, half or bfloat16 tensor, got Long");
   EXPECT_EQ(message([&] { kernels::philox_dropout(x, draw_of(1.5, 1)); }),
             "philox_dropout: expected a dropout probability in [0, 1), got 1.5");
+  EXPECT_EQ(message([&] { kernels::philox_dropout(torch::ones({2, 3, 4}), draw_of(0.5, 1), {0, 11}); }),
+            "philox_dropout: expected a row stride of at least the row length 12, got 11");
 }
 
 }  // namespace

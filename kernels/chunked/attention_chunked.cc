@@ -1,0 +1,207 @@
+// Blocks of query rows through ATen's batched products; kernels/chunked/attention_chunked.h has the scheme.
+#include "kernels/chunked/attention_chunked.h"
+
+#include <ATen/core/grad_mode.h>
+#include <c10/core/impl/LocalDispatchKeySet.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace cabert::kernels::chunked {
+namespace {
+
+// Plain ATen below autograd and autocast: the products run in the inputs' dtype and nothing is recorded
+// (the op above owns the graph; lib/ops/attention_ops.cc).
+struct PlainAten {
+  at::NoGradGuard no_grad;
+  c10::impl::ExcludeDispatchKeyGuard no_autocast{c10::autocast_dispatch_keyset};
+};
+
+// One call's tensors as the blocks read them: (batch, head) pairs flattened, rows contiguous.
+struct Problem {
+  int64_t batch = 0, heads = 0, length = 0, head_size = 0, radius = 0, rows = 0;
+  at::Tensor q, k, v;        // [B N, T, d]
+  at::Tensor query_band;     // [B N, T, 2n+1] or undefined
+  at::Tensor key_band_t;     // [B N, 2n+1, T] (the key band transposed: its entries along the key axis) or undefined
+  at::Tensor masked;         // [B, 1, 1, T] bool: keys that take no part, or undefined when every key does
+  at::Tensor uniform;        // [B, 1, 1, 1] bool: batch rows with no real key, or undefined when there is none
+  double scale = 1;
+  DropoutDraw dropout;
+};
+
+Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
+  Problem p;
+  p.batch = in.q.size(0);
+  p.heads = in.q.size(1);
+  p.length = in.q.size(2);
+  p.head_size = in.q.size(3);
+  p.radius = in.radius;
+  p.scale = in.scale;
+  p.dropout = in.dropout;
+  const int64_t BN = p.batch * p.heads, T = p.length, d = p.head_size, width = 2 * in.radius + 1;
+  p.rows = block_rows(BN, T, block_elements);
+  p.q = in.q.contiguous().view({BN, T, d});
+  p.k = in.k.contiguous().view({BN, T, d});
+  p.v = in.v.contiguous().view({BN, T, d});
+  if (in.query_band.defined()) p.query_band = in.query_band.contiguous().view({BN, T, width});
+  if (in.key_band.defined()) p.key_band_t = in.key_band.reshape({BN, T, width}).transpose(1, 2).contiguous();
+  if (in.key_mask.defined()) {
+    // A batch row without a real key attends to all of them alike: none of its keys is masked, its scores are 0.
+    const at::Tensor none_real = in.key_mask.any(1).logical_not();
+    if (none_real.any().item<bool>()) p.uniform = none_real.view({p.batch, 1, 1, 1});
+    const at::Tensor masked = in.key_mask.logical_not().logical_and(none_real.logical_not().unsqueeze(1));
+    if (masked.any().item<bool>()) p.masked = masked.view({p.batch, 1, 1, T});
+  }
+  return p;
+}
+
+// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and every key: [R, T] int64.
+at::Tensor relative_offsets(const Problem& p, int64_t i0, int64_t R) {
+  const auto options = p.q.options().dtype(at::kLong);
+  return (at::arange(p.length, options).unsqueeze(0) - at::arange(i0, i0 + R, options).unsqueeze(1))
+      .clamp_(-p.radius, p.radius)
+      .add_(p.radius);
+}
+
+// The block's scores [B N, R, T]: scale q.k plus both bands' terms (query_band[i, r(i, j)] and
+// key_band[j, r(j, i)] = key_band_t[r(j, i), j], r(j, i) = 2n - r(i, j)), -inf at masked keys, 0 in batch rows
+// with no real key.
+at::Tensor block_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64_t R) {
+  const int64_t BN = p.batch * p.heads, T = p.length;
+  at::Tensor bias;
+  if (p.query_band.defined()) bias = p.query_band.narrow(1, i0, R).gather(2, offsets.expand({BN, R, T}));
+  if (p.key_band_t.defined()) {
+    at::Tensor key_terms = p.key_band_t.gather(1, (2 * p.radius - offsets).expand({BN, R, T}));
+    bias = bias.defined() ? bias.add_(key_terms) : key_terms;
+  }
+  const at::Tensor q = p.q.narrow(1, i0, R), keys = p.k.transpose(1, 2);
+  at::Tensor s =
+      bias.defined() ? bias.baddbmm_(q, keys, /*beta=*/1, /*alpha=*/p.scale) : at::bmm(q, keys).mul_(p.scale);
+  const at::Tensor heads_view = s.view({p.batch, p.heads, R, T});
+  if (p.masked.defined()) heads_view.masked_fill_(p.masked, -std::numeric_limits<double>::infinity());
+  if (p.uniform.defined()) heads_view.masked_fill_(p.uniform, 0);
+  return s;
+}
+
+// Where the block's elements sit among the [B, N, T, T] draws: element (bh, r, j) is bh T T + (i0 + r) T + j.
+DrawIndex block_draws(const Problem& p, int64_t i0) {
+  const uint64_t T = static_cast<uint64_t>(p.length);
+  return {static_cast<uint64_t>(i0) * T, T * T};
+}
+
+// The block's probabilities from its scores, in place: p_ij = exp(s_ij - lse_i) ([B N, R] log-sum-exp).
+at::Tensor probabilities(at::Tensor& scores, const at::Tensor& logsumexp) {
+  return scores.sub_(logsumexp.unsqueeze(-1)).exp_();
+}
+
+// The block's score gradients ds [B N, R, T] into the bands' gradients. Query band rows i0 .. i0+R: entry r of
+// row i sums ds over the keys at offset r (the two edges over every key beyond the radius, the inner entries
+// one key each); key band (transposed, [B N, 2n+1, T]): entry r of key j sums over the block's queries at
+// offset r(j, i) = 2n - r(i, j) the same way. Masked sums and gathers: no atomics, the order fixed.
+void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& offsets, int64_t i0, int64_t R,
+                    at::Tensor& query_band_grad, at::Tensor& key_band_grad_t) {
+  const int64_t n = p.radius, BN = p.batch * p.heads, T = p.length;
+  at::Tensor query_rows = query_band_grad.defined() ? query_band_grad.narrow(1, i0, R) : at::Tensor();
+  if (n == 0) {  // one entry, every key
+    if (query_rows.defined()) query_rows.select(2, 0).add_(ds.sum(-1));
+    if (key_band_grad_t.defined()) key_band_grad_t.select(1, 0).add_(ds.sum(1));
+    return;
+  }
+  const at::Tensor left = ds * offsets.eq(0).to(ds.scalar_type());        // keys at j - i <= -n
+  const at::Tensor right = ds * offsets.eq(2 * n).to(ds.scalar_type());   // keys at j - i >= n
+  const auto options = offsets.options();
+  const at::Tensor inner = at::arange(1, 2 * n, options) - n;  // the inner offsets j - i (or i - j): 1-n .. n-1
+  if (query_rows.defined()) {
+    query_rows.select(2, 0).add_(left.sum(-1));
+    query_rows.select(2, 2 * n).add_(right.sum(-1));
+    const at::Tensor keys = at::arange(i0, i0 + R, options).unsqueeze(1) + inner;  // [R, 2n-1]: j = i + offset
+    const at::Tensor inside = keys.ge(0).logical_and(keys.lt(T)).to(ds.scalar_type());
+    query_rows.narrow(2, 1, 2 * n - 1).add_(ds.gather(2, keys.clamp(0, T - 1).expand({BN, R, 2 * n - 1})) * inside);
+  }
+  if (key_band_grad_t.defined()) {
+    key_band_grad_t.select(1, 0).add_(right.sum(1));  // r(j, i) = 0: i - j <= -n
+    key_band_grad_t.select(1, 2 * n).add_(left.sum(1));
+    // [2n-1, T]: the block row of query i = j + offset
+    const at::Tensor rows = at::arange(p.length, options).unsqueeze(0) + inner.unsqueeze(1) - i0;
+    const at::Tensor inside = rows.ge(0).logical_and(rows.lt(R)).to(ds.scalar_type());
+    key_band_grad_t.narrow(1, 1, 2 * n - 1)
+        .add_(ds.gather(1, rows.clamp(0, R - 1).expand({BN, 2 * n - 1, T})) * inside);
+  }
+}
+
+// [B N, T, d] rows -> [B, N, T, d] on [B, T, N, d] storage (the layout of the CPU kernel's outputs).
+at::Tensor heads_last(const at::Tensor& rows, const Problem& p) {
+  return at::empty({p.batch, p.length, p.heads, p.head_size}, rows.options())
+      .transpose(1, 2)
+      .copy_(rows.view({p.batch, p.heads, p.length, p.head_size}));
+}
+
+}  // namespace
+
+int64_t block_rows(int64_t batch_heads, int64_t length, int64_t block_elements) {
+  const int64_t per_row = std::max<int64_t>(1, batch_heads * length);
+  const int64_t rows = std::clamp<int64_t>(block_elements / per_row, 1, std::max<int64_t>(1, length));
+  return rows >= length || rows < 64 ? rows : rows - rows % 64;
+}
+
+AttentionOutputs relative_attention_forward(const AttentionInputs& in, int64_t block_elements) {
+  const PlainAten plain;
+  const Problem p = problem_of(in, block_elements);
+  const int64_t BN = p.batch * p.heads, T = p.length;
+  AttentionOutputs result;
+  at::Tensor out = at::empty({BN, T, p.head_size}, in.q.options());
+  result.logsumexp = at::empty({p.batch, p.heads, T}, in.q.options());
+  const at::Tensor lse_rows = result.logsumexp.view({BN, T});
+  for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
+    const int64_t R = std::min(p.rows, T - i0);
+    at::Tensor s = block_scores(p, relative_offsets(p, i0, R), i0, R);
+    const at::Tensor lse = at::logsumexp(s, -1);
+    at::Tensor probs = probabilities(s, lse);
+    if (p.dropout.p > 0) probs = philox_dropout(probs, p.dropout, block_draws(p, i0));
+    out.narrow(1, i0, R).copy_(at::bmm(probs, p.v));
+    lse_rows.narrow(1, i0, R).copy_(lse);
+  }
+  result.out = heads_last(out, p);
+  return result;
+}
+
+AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
+                                           const AttentionOutputs& forward, int64_t block_elements) {
+  const PlainAten plain;
+  const Problem p = problem_of(in, block_elements);
+  const int64_t BN = p.batch * p.heads, T = p.length, d = p.head_size, width = 2 * p.radius + 1;
+  const at::Tensor dout = grad_out.contiguous().view({BN, T, d});
+  const at::Tensor lse = forward.logsumexp.contiguous().view({BN, T});
+  const at::Tensor delta = (grad_out * forward.out).sum(-1).view({BN, T});  // dO_i . O_i = sum_j p_ij z_ij dP_ij
+  at::Tensor dq = at::empty({BN, T, d}, in.q.options()), dk = at::zeros_like(dq), dv = at::zeros_like(dq);
+  at::Tensor query_band_grad, key_band_grad_t;
+  if (p.query_band.defined()) query_band_grad = at::zeros({BN, T, width}, in.q.options());
+  if (p.key_band_t.defined()) key_band_grad_t = at::zeros({BN, width, T}, in.q.options());
+  for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
+    const int64_t R = std::min(p.rows, T - i0);
+    const at::Tensor offsets = relative_offsets(p, i0, R), dout_rows = dout.narrow(1, i0, R);
+    at::Tensor s = block_scores(p, offsets, i0, R);
+    const at::Tensor probs = probabilities(s, lse.narrow(1, i0, R));
+    const bool dropout = p.dropout.p > 0;
+    const DrawIndex draws = block_draws(p, i0);
+    dv.baddbmm_((dropout ? philox_dropout(probs, p.dropout, draws) : probs).transpose(1, 2), dout_rows);
+    at::Tensor dp = at::bmm(dout_rows, p.v.transpose(1, 2));
+    if (dropout) dp = philox_dropout(dp, p.dropout, draws);
+    at::Tensor ds = dp.sub_(delta.narrow(1, i0, R).unsqueeze(-1)).mul_(probs);  // p (dP z / (1 - p) - delta)
+    if (p.uniform.defined()) ds.view({p.batch, p.heads, R, T}).masked_fill_(p.uniform, 0);  // constant scores
+    dq.narrow(1, i0, R).copy_(at::bmm(ds, p.k).mul_(p.scale));
+    dk.baddbmm_(ds.transpose(1, 2), p.q.narrow(1, i0, R), /*beta=*/1, /*alpha=*/p.scale);
+    add_band_grads(p, ds, offsets, i0, R, query_band_grad, key_band_grad_t);
+  }
+  AttentionGrads grads;
+  grads.q = heads_last(dq, p);
+  grads.k = heads_last(dk, p);
+  grads.v = heads_last(dv, p);
+  if (query_band_grad.defined()) grads.query_band = query_band_grad.view({p.batch, p.heads, T, width});
+  if (key_band_grad_t.defined()) {
+    grads.key_band = key_band_grad_t.transpose(1, 2).contiguous().view({p.batch, p.heads, T, width});
+  }
+  return grads;
+}
+
+}  // namespace cabert::kernels::chunked
