@@ -6,9 +6,12 @@
 #   1. `cabert selftest --device all`   (build, devices, kernel routes, every op against its reference)
 #   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...)
 #   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference)
+#   4. recipes/bench/conv_ops.sh on cuda (cabert's conv ops beside fairseq's own CUDA kernels, HF ConvBERT and
+#      torch at K = 15, 31: issue 18's 2x target), when the kit has fairseq's sources; fairseq's kernels are
+#      compiled in the background while cabert builds
 # Logs (at most 8 files, as the device tool returns them) go to $OUT, or out/gpu-check elsewhere:
 # summary.txt (versions, each step's exit code and seconds), configure.log, build.log, selftest.log,
-# gpu-tests.log, bench.md.
+# gpu-tests.log, bench.md, baselines.log (fairseq's build and step 4), comparison.md (step 4's table).
 #
 #   bash scripts/gpu_kit.sh                                                    # on the Debian machine, once
 #   device run: command "bash scripts/gpu_check.sh", carry [".gpu-kit"], timeout_s 560
@@ -16,7 +19,8 @@
 # Environment: GPU_CHECK_SECONDS (530: the budget for all steps, kept under the call's timeout so that the logs
 # come back), TORCH_CUDA_ARCH_LIST (default: the first GPU's compute capability, one architecture to compile),
 # CABERT_JOBS (all cores), CABERT_CMAKE_ARGS (more configure arguments), GPU_CHECK_TARGETS (cabert
-# cabert_gpu_tests), GPU_CHECK_BUILD_ONLY (set: stop after the build; how the kit is checked without a GPU).
+# cabert_gpu_tests), GPU_CHECK_BUILD_ONLY (set: stop after the builds; how the kit is checked without a GPU),
+# GPU_CHECK_SKIP (step names to skip, e.g. "selftest gpu-tests" for a second call that only measures).
 #
 # The Debian packages are unpacked under /tmp/cabert-deps, never into /; of their shared libraries only those the
 # machine lacks go on the library path (its own newer ones stay in use). A rerun on the same (warm) machine
@@ -43,6 +47,7 @@ left() { echo $((budget - ($(date +%s) - started))); }
 step() {
   local name=$1 log=$2
   shift 2
+  case " ${GPU_CHECK_SKIP:-} " in *" $name "*) say "$name: skipped (GPU_CHECK_SKIP)"; return 0 ;; esac
   local limit=$(($(left) - 10))
   if [ "$limit" -lt 20 ]; then
     say "$name: skipped, $((limit + 10)) s of the budget left"
@@ -72,7 +77,7 @@ fi
 # Done once per kit: a rerun on the same machine keeps the files' times, so the build stays incremental (protoc's
 # wrapper is an input of every generated .pb.h).
 lib="$deps/usr/lib/x86_64-linux-gnu"
-kit_stamp=$(ls -l .gpu-kit/debs | md5sum | cut -d' ' -f1)
+kit_stamp=$(cat .gpu-kit/debs/*.deb | md5sum | cut -d' ' -f1)  # contents: a new download of the same keeps the build
 if [ "$(cat "$deps/.kit-stamp" 2>/dev/null)" != "$kit_stamp" ]; then
   rm -rf "$deps"
   mkdir -p "$deps/bin"
@@ -118,6 +123,55 @@ if [ -z "${TORCH_CUDA_ARCH_LIST:-}" ]; then
 fi
 say "TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset}"
 
+# fairseq's CUDA kernels, when the kit has their sources (scripts/gpu_kit.sh): fairseq 0.12.2's source
+# distribution unpacked under /tmp/cabert-fairseq with the kernels' own sources over it, the kernels generated
+# (cuda_function_gen.py) and compiled in place for TORCH_CUDA_ARCH_LIST, in the background while cabert builds;
+# a rerun keeps what was built. fairseq's sources predate CUDA 13: cuda_utils.cu uses SHFL_MASK, which only
+# dynamicconv's header defines, and std::cout without <iostream>; nvcc's NVCC_APPEND_FLAGS supplies both, and no
+# fairseq file is changed.
+fairseq_src=/tmp/cabert-fairseq/fairseq-0.12.2
+fairseq_layers="$fairseq_src/fairseq/modules/lightconv_layer:$fairseq_src/fairseq/modules/dynamicconv_layer"
+build_fairseq() {
+  if ! ls "$fairseq_src"/fairseq/modules/dynamicconv_layer/dynamicconv_cuda*.so > /dev/null 2>&1; then
+    rm -rf /tmp/cabert-fairseq && mkdir -p /tmp/cabert-fairseq &&
+      tar -xzf .gpu-kit/fairseq/fairseq-0.12.2.tar.gz -C /tmp/cabert-fairseq &&
+      tar -xf .gpu-kit/fairseq/cuda-layers.tar -C "$fairseq_src" || return 1
+  fi
+  local layer
+  for layer in lightconv dynamicconv; do
+    ls "$fairseq_src/fairseq/modules/${layer}_layer/${layer}_cuda"*.so > /dev/null 2>&1 && continue
+    (cd "$fairseq_src/fairseq/modules/${layer}_layer" && python3 cuda_function_gen.py &&
+      NVCC_APPEND_FLAGS="-DSHFL_MASK=0xffffffff -include iostream" MAX_JOBS=$jobs \
+        python3 setup.py build_ext --inplace) || return 1
+  done
+}
+fairseq_pid=""
+if [ -f .gpu-kit/fairseq/cuda-layers.tar ]; then
+  fairseq_started=$(date +%s)
+  build_fairseq > /tmp/cabert-fairseq-build.log 2>&1 &  # megabytes of compiler warnings: only its end is kept
+  fairseq_pid=$!
+else
+  say "fairseq: not in the kit, its CUDA kernels' rows are left out"
+fi
+# Waits for fairseq's build (while the budget lasts) and records how it ended.
+fairseq_built=no
+await_fairseq() {
+  [ -n "$fairseq_pid" ] || return 0
+  while kill -0 "$fairseq_pid" 2> /dev/null && [ "$(left)" -gt 30 ]; do sleep 5; done
+  if kill -0 "$fairseq_pid" 2> /dev/null; then
+    say "fairseq build: still running, out of budget (a rerun on this machine goes on from where it stopped)"
+  else
+    wait "$fairseq_pid"
+    local rc=$?
+    say "fairseq build: exit $rc, done within $(($(date +%s) - fairseq_started)) s of its start" \
+      "(its last lines: baselines.log)"
+    { echo "== fairseq build: exit $rc; the last 30 lines of /tmp/cabert-fairseq-build.log"
+      tail -n 30 /tmp/cabert-fairseq-build.log; } >> "$out/baselines.log"
+    [ $rc = 0 ] && fairseq_built=yes
+  fi
+  fairseq_pid=""
+}
+
 step configure "$out/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCABERT_CUDA=ON -DCABERT_PYTHON="$(command -v python3)" -DCMAKE_PREFIX_PATH="$deps/usr" \
   -DProtobuf_PROTOC_EXECUTABLE="$deps/bin/protoc" -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
@@ -125,7 +179,10 @@ step configure "$out/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUIL
 # shellcheck disable=SC2086  # GPU_CHECK_TARGETS is a list of targets
 step build "$out/build.log" cmake --build "$build" -j "$jobs" --target ${GPU_CHECK_TARGETS:-cabert cabert_gpu_tests} ||
   exit 1
-[ -n "${GPU_CHECK_BUILD_ONLY:-}" ] && exit 0
+if [ -n "${GPU_CHECK_BUILD_ONLY:-}" ]; then
+  await_fairseq
+  exit 0
+fi
 
 export LD_LIBRARY_PATH="$deps/runtime-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_WAIT_POLICY=passive
@@ -137,4 +194,16 @@ step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composit
   --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
   --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+
+await_fairseq
+# The public rows: HF ConvBERT and torch always; fairseq's conv1d row with its sources, its CUDA kernels once built.
+rows=hf-convbert-selfattn,torch-mha
+[ -f .gpu-kit/fairseq/cuda-layers.tar ] && rows="fairseq-lightconv-conv1d,$rows"
+[ "$fairseq_built" = yes ] && rows="fairseq-lightconv-cuda,fairseq-dynamicconv-cuda,$rows"
+[ -d "$fairseq_src" ] || fairseq_src=""
+if step baselines "$out/baselines.log" env PYTHON=python3 PYTHONPATH="$fairseq_layers${PYTHONPATH:+:$PYTHONPATH}" \
+  FAIRSEQ_SRC="$fairseq_src" DEVICE=cuda KERNELS=15,31 SEQS=512,2048 ATTENTION_SEQS=512,2048 REPEATS=5 ROWS="$rows" \
+  CABERT_BUILD_DIR="$build" bash recipes/bench/conv_ops.sh /tmp/cabert-conv-ops; then
+  cp /tmp/cabert-conv-ops/comparison.md "$out/comparison.md"
+fi
 say "done in $(($(date +%s) - started)) s of $budget"

@@ -6,9 +6,10 @@
 #   bash recipes/bench/conv_ops.sh [OUT_DIR]        (default out/bench-conv-ops)
 #
 # Needs a built cabert (scripts/setup.sh) and the public packages (recipes/bench/README.md, "Install").
-# Environment: SEQS (128,512,2048,8192), ATTENTION_SEQS (128,512,2048), KERNELS (17), THREADS (2), REPEATS (5), CABERT_BUILD_DIR (build),
-# DEVICE (cpu; cuda or cuda:N runs every row on that GPU and adds fairseq's own CUDA kernels, which exist for
-# K in 3,5,7,15,31,63,127,255: use e.g. KERNELS=15,31).
+# Environment: SEQS (128,512,2048,8192), ATTENTION_SEQS (128,512,2048), KERNELS (17), THREADS (2), REPEATS (5),
+# CABERT_BUILD_DIR (build), DEVICE (cpu; cuda or cuda:N runs every row on that GPU and adds fairseq's own CUDA
+# kernels, which exist for K in 3,5,7,15,31,63,127,255: use e.g. KERNELS=15,31), ROWS (all: public_baselines.py's
+# rows, comma separated), PYTHON (.venv/bin/python; scripts/gpu_check.sh passes the GPU machine's python3).
 # Measure on an otherwise idle machine: both tools print the load average they started with.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -19,7 +20,8 @@ kernels=${KERNELS:-17}
 threads=${THREADS:-2}
 repeats=${REPEATS:-5}
 cabert=${CABERT_BUILD_DIR:-build}/bin/cabert
-python=.venv/bin/python
+python=${PYTHON:-.venv/bin/python}
+rows=${ROWS:-all}
 device=${DEVICE:-cpu}
 shape=(--batch 8 --channels 256 --heads 4)
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
@@ -34,5 +36,5 @@ set -x
   --seq "$attention_seqs" --kernel "$kernels" "${shape[@]}" --backward --repeats "$repeats" --warmup 1 --device "$device" \
   --format json -o "$out/cabert-attention.bench" >> "$out/cabert.jsonl"
 "$python" recipes/bench/public_baselines.py --seq "$seqs" --kernel "$kernels" "${shape[@]}" \
-  --threads "$threads" --repeats "$repeats" --warmup 1 --rows all --device "$device" --format json > "$out/public.json"
+  --threads "$threads" --repeats "$repeats" --warmup 1 --rows "$rows" --device "$device" --format json > "$out/public.json"
 "$python" recipes/bench/compare.py "$out/cabert.jsonl" "$out/public.json" | tee "$out/comparison.md"

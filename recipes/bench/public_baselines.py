@@ -172,8 +172,8 @@ def load_fairseq_cuda_layer(row, fairseq_opts):
     try:
         module = importlib.import_module("fairseq.modules.%s_layer.%s_layer" % (name, name))
     except ImportError as e:
-        raise Unsupported("%s_cuda is not built (%s): cd fairseq/modules/%s_layer && python cuda_function_gen.py && "
-                          "python setup.py install" % (name, e, name))
+        raise Unsupported("%s_cuda is not built (%s): build fairseq/modules/%s_layer as recipes/bench/README.md "
+                          "says under 'On a GPU' and put that folder on PYTHONPATH" % (name, e, name))
     return (module.LightconvLayer if name == "lightconv" else module.DynamicconvLayer), versions
 
 
