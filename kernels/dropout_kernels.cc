@@ -63,11 +63,9 @@ at::Tensor dropout_keep(at::IntArrayRef sizes, const DropoutDraw& draw, const Dr
       const philox::RunBlock cover = philox::run_block(runs, item);
       if (cover.block * 4 >= cover.stop) continue;
       const philox::Words words = philox::block(draw.seed, draw.offset, cover.block);
-      for (uint64_t w = 0; w < 4; ++w) {
-        const uint64_t element = cover.block * 4 + w;
-        if (element >= cover.start && element < cover.stop) {
-          out[cover.run * runs.length + static_cast<int64_t>(element - cover.start)] = philox::uniform(words.w[w]) >= p;
-        }
+      for (int w = 0; w < 4; ++w) {
+        const int64_t e = philox::element_of(runs, cover, w);
+        if (e >= 0) out[e] = philox::uniform(words.w[w]) >= p;
       }
     }
   });

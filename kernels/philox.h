@@ -67,8 +67,7 @@ struct DrawRuns {
 
 // The walk over the counter blocks the runs meet, one work item per block: item t is block t % blocks_per_run
 // of run t / blocks_per_run (a run of L indices meets at most L / 4 + 2 blocks; items past a run's last block
-// have none: block * 4 >= stop). Its words go to the run's elements start <= block * 4 + w < stop, element
-// run * length + (index - start) of the tensor.
+// have none: block * 4 >= stop). Word w of the block goes to element_of(runs, block, w).
 struct RunBlock {
   int64_t run;
   uint64_t start, stop, block;
@@ -78,6 +77,12 @@ CABERT_HOST_DEVICE RunBlock run_block(const DrawRuns& runs, int64_t item) {
   const int64_t per_run = blocks_per_run(runs), run = item / per_run;
   const uint64_t start = runs.first + static_cast<uint64_t>(run) * runs.stride;
   return {run, start, start + static_cast<uint64_t>(runs.length), (start >> 2) + static_cast<uint64_t>(item % per_run)};
+}
+// The tensor element that word w of the item's block is the draw of (index start + e of the run: element
+// run * length + e), or -1 where that index lies outside the run.
+CABERT_HOST_DEVICE int64_t element_of(const DrawRuns& runs, const RunBlock& b, int w) {
+  const uint64_t index = b.block * 4 + static_cast<uint64_t>(w);
+  return index >= b.start && index < b.stop ? b.run * runs.length + static_cast<int64_t>(index - b.start) : -1;
 }
 
 }  // namespace cabert::kernels::philox

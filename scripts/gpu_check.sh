@@ -132,7 +132,7 @@ say "TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset}"
 fairseq_src=/tmp/cabert-fairseq/fairseq-0.12.2
 fairseq_layers="$fairseq_src/fairseq/modules/lightconv_layer:$fairseq_src/fairseq/modules/dynamicconv_layer"
 build_fairseq() {
-  if ! ls "$fairseq_src"/fairseq/modules/dynamicconv_layer/dynamicconv_cuda*.so > /dev/null 2>&1; then
+  if [ ! -f "$fairseq_src/fairseq/modules/cuda_utils.cu" ]; then  # the layers' sources are the kit's last step
     rm -rf /tmp/cabert-fairseq && mkdir -p /tmp/cabert-fairseq &&
       tar -xzf .gpu-kit/fairseq/fairseq-0.12.2.tar.gz -C /tmp/cabert-fairseq &&
       tar -xf .gpu-kit/fairseq/cuda-layers.tar -C "$fairseq_src" || return 1

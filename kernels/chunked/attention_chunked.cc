@@ -55,8 +55,10 @@ Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
   return p;
 }
 
-// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and every key: [R, T] int64.
+// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and every key: [R, T] int64; undefined
+// without bands (nothing reads it then).
 at::Tensor relative_offsets(const Problem& p, int64_t i0, int64_t R) {
+  if (!p.query_band.defined() && !p.key_band_t.defined()) return at::Tensor();
   const auto options = p.q.options().dtype(at::kLong);
   return (at::arange(p.length, options).unsqueeze(0) - at::arange(i0, i0 + R, options).unsqueeze(1))
       .clamp_(-p.radius, p.radius)
@@ -100,6 +102,7 @@ at::Tensor probabilities(at::Tensor& scores, const at::Tensor& logsumexp) {
 // offset r(j, i) = 2n - r(i, j) the same way. Masked sums and gathers: no atomics, the order fixed.
 void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& offsets, int64_t i0, int64_t R,
                     at::Tensor& query_band_grad, at::Tensor& key_band_grad_t) {
+  if (!query_band_grad.defined() && !key_band_grad_t.defined()) return;
   const int64_t n = p.radius, BN = p.batch * p.heads, T = p.length;
   at::Tensor query_rows = query_band_grad.defined() ? query_band_grad.narrow(1, i0, R) : at::Tensor();
   if (n == 0) {  // one entry, every key

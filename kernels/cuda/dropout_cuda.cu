@@ -31,10 +31,8 @@ __global__ void dropout_kernel(const T* x, T* y, DrawRuns runs, float p, at::opm
     const philox::Words words = philox::block(seed, offset, cover.block);
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      const uint64_t element = cover.block * 4 + w;
-      if (element < cover.start || element >= cover.stop) continue;
-      const int64_t e = cover.run * runs.length + static_cast<int64_t>(element - cover.start);
-      y[e] = static_cast<T>(philox::uniform(words.w[w]) >= p ? static_cast<Acc>(x[e]) * kept : Acc(0));
+      const int64_t e = philox::element_of(runs, cover, w);
+      if (e >= 0) y[e] = static_cast<T>(philox::uniform(words.w[w]) >= p ? static_cast<Acc>(x[e]) * kept : Acc(0));
     }
   }
 }
