@@ -1,5 +1,6 @@
 // The cabert binary: CLI11 root, global flags, and the one place where exceptions become exit codes
 // (0 ok, 1 runtime error, 2 usage error, 3 bad input data, 128+signal after a graceful save).
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
 #include <exception>
@@ -100,6 +101,10 @@ void apply_global_options(CLI::App& app) {
   const int cores = static_cast<int>(std::thread::hardware_concurrency());
   int threads = global.threads > 0 ? global.threads : std::max(1, cores / env.local_world_size);
   at::set_num_threads(std::max(threads, 1));
+  // float32 computes in float32 unless asked: PyTorch lets cuDNN's convolutions use TF32 (10-bit mantissas)
+  // by default, which would set `--kernels reference` apart from the fused kernels on Ampere and newer.
+  at::globalContext().setAllowTF32CuBLAS(global.tf32);
+  at::globalContext().setAllowTF32CuDNN(global.tf32);
   auto& options = run_context().options;
   options["threads"] = std::to_string(std::max(threads, 1));
   options["seed"] = std::to_string(global.seed);
@@ -116,6 +121,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
   app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();
   app.add_flag("-q,--quiet", global.quiet, "No progress lines or info messages");
+  app.add_flag("--tf32", global.tf32,
+               "On CUDA, let float32 matrix products and convolutions use TF32 tensor cores (faster, 10-bit "
+               "mantissas; off: float32 throughout)");
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")
       ->capture_default_str();

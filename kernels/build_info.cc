@@ -62,20 +62,28 @@ std::string cuda_image_for(const std::string& architectures, int major, int mino
     const bool sass = word.rfind("sm_", 0) == 0, virtual_arch = word.rfind("compute_", 0) == 0;
     if (!sass && !virtual_arch) continue;
     std::string digits = word.substr(sass ? 3 : 8);
-    const bool specific = !digits.empty() && (digits.back() == 'a' || digits.back() == 'f');  // sm_90a: 9.0 only
-    if (specific) digits.pop_back();
+    // Arch-specific code (sm_90a, compute_90a) runs on its own compute capability only; family-specific code
+    // (sm_100f) on its major version at an equal or higher minor, like plain SASS.
+    const char suffix = digits.empty() ? '\0' : digits.back();
+    const bool arch_specific = suffix == 'a', family_specific = suffix == 'f';
+    if (arch_specific || family_specific) digits.pop_back();
     if (digits.size() < 2 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
     const int number = std::stoi(digits), arch_major = number / 10, arch_minor = number % 10;
+    const bool same_family = arch_major == major && arch_minor <= minor;
     if (sass) {
-      if (number == capability && !specific) exact = word;
+      if (number == capability && exact.empty()) exact = word;
       // SASS runs on the same major version at an equal or higher minor version.
-      if (!specific && arch_major == major && arch_minor < minor && arch_minor > compatible_minor) {
+      if (!arch_specific && same_family && arch_minor < minor && arch_minor > compatible_minor) {
         compatible = word;
         compatible_minor = arch_minor;
       }
-    } else if (!specific && number <= capability && number > ptx_capability) {
-      ptx = word;  // PTX is JIT-compiled for any newer device
-      ptx_capability = number;
+    } else {
+      // Plain PTX is JIT-compiled for any newer device, arch- and family-specific PTX within their range.
+      const bool runs = arch_specific ? number == capability : family_specific ? same_family : number <= capability;
+      if (runs && number > ptx_capability) {
+        ptx = word;
+        ptx_capability = number;
+      }
     }
   }
   if (!exact.empty()) return "SASS " + exact;

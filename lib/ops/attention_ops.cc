@@ -127,19 +127,18 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
   }
 };
 
-}  // namespace
-
-torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+// composite_attention with its dropout seed drawn.
+torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
-                                  double dropout_p, torch::Tensor* probabilities) {
+                                  const kernels::DropoutDraw& dropout, torch::Tensor* probabilities) {
   const int64_t B = q.size(0), T = q.size(2);
   const bool fused = kernel_path() == KernelPath::kFused && probabilities == nullptr;
   // PyTorch's CPU flash kernel takes no dropout: with dropout SDPA falls back to its math path (T x T scores,
   // softmax and mask all stored, the mask drawn one element at a time), so CPU training takes cabert's kernel.
-  const bool sdpa_drops_to_math = q.is_cpu() && dropout_p > 0;
+  const bool sdpa_drops_to_math = q.is_cpu() && dropout.p > 0;
   if (fused && !relative.any() && !sdpa_drops_to_math) {
-    const std::optional<torch::Tensor> attend = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
-    return at::scaled_dot_product_attention(q, k, v, attend, dropout_p, /*is_causal=*/false, scale);
+    const std::optional<torch::Tensor> keys = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
+    return at::scaled_dot_product_attention(q, k, v, keys, dropout.p, /*is_causal=*/false, scale);
   }
   // cabert's own kernels: on the CPU, and on CUDA in a build with CUDA kernels (their Philox dropout); a CUDA
   // tensor in a build without them takes SDPA with the relative terms as a bias (quadratic).
@@ -148,23 +147,33 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
     FloatRegion region;
     RelativePositionTerms relative32{to_float32(relative.query_weight), to_float32(relative.beta),
                                      to_float32(relative.key_weight), relative.radius};
-    return composite_attention(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout_p);
+    return attention_with_draw(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout, nullptr);
   }
   if (fused && own_kernel) {
     return RelativeAttentionFunction::apply(q, k, v, optional_tensor(relative.query_weight),
                                             optional_tensor(relative.beta), optional_tensor(relative.key_weight),
-                                            optional_tensor(mask), relative.radius, scale, dropout_p,
-                                            static_cast<int64_t>(draw_dropout(dropout_p).seed));
+                                            optional_tensor(mask), relative.radius, scale, dropout.p,
+                                            static_cast<int64_t>(dropout.seed));
   }
   // The reference, and the SDPA fallback: bands through autograd.
   const Bands bands = relative_bands(q, k, relative, scale, band_by_matmul);
-  const kernels::AttentionInputs in =
-      attention_inputs(q, k, v, bands, mask, relative.radius, scale, draw_dropout(fused ? 0 : dropout_p));
+  const kernels::AttentionInputs in = attention_inputs(q, k, v, bands, mask, relative.radius, scale, dropout);
   if (!fused) return kernels::reference::relative_attention(in, probabilities);
   // CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's memory-efficient
   // kernel, its dropout).
   torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());
-  return at::scaled_dot_product_attention(q, k, v, bias, dropout_p, /*is_causal=*/false, scale);
+  return at::scaled_dot_product_attention(q, k, v, bias, dropout.p, /*is_causal=*/false, scale);
+}
+
+}  // namespace
+
+torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
+                                  double dropout_p, torch::Tensor* probabilities) {
+  // One seed per call in training, whichever path runs, so that the dropouts after this one draw the same masks
+  // on every path. SDPA's paths leave it unused: their masks come from PyTorch's own generator (on CUDA its
+  // Philox state), so there `--kernels fused` and `reference` drop different attention probabilities.
+  return attention_with_draw(q, k, v, relative, mask, scale, draw_dropout(dropout_p), probabilities);
 }
 
 }  // namespace cabert::ops

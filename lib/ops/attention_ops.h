@@ -9,7 +9,9 @@
 //     T x T matrix (kernels/reference/attention_reference.h);
 //   - fused, no relative terms: at::scaled_dot_product_attention (PyTorch's own flash / memory-efficient
 //     kernels on CPU and CUDA), except on the CPU with dropout, which PyTorch's CPU flash kernel does not take
-//     (SDPA would run its quadratic math path): cabert's CPU kernel then;
+//     (SDPA would run its quadratic math path): cabert's CPU kernel then. SDPA's dropout masks are PyTorch's
+//     own, so on CUDA in training this path and the reference drop different probabilities; each call still
+//     draws the one seed the other paths draw, so every dropout after it keeps its mask;
 //   - fused, relative terms (or none, on the CPU with dropout): cabert's kernels (kernels/cpu: tiled online
 //     softmax; on CUDA kernels/chunked: blocks of query rows through batched products), nothing T x T past
 //     one block, Philox dropout regenerated in the backward;

@@ -1,6 +1,7 @@
 // `cabert selftest`'s pieces that run anywhere: which compiled GPU code a device would run (CUDA's compatibility
-// rules: SASS within a major version at an equal or higher minor, arch-specific "a" SASS on its own version
-// only, PTX on anything at least as new), the error measure, the device list, and a full run on the CPU.
+// rules: SASS within a major version at an equal or higher minor, arch-specific "a" code on its own version
+// only, family-specific "f" code within its major version, plain PTX on anything at least as new), the error
+// measure, the device list, and a full run on the CPU.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -21,8 +22,16 @@ TEST(Selftest, CudaImageFollowsCudasCompatibilityRules) {
   EXPECT_EQ(kernels::cuda_image_for(built, 12, 0), "PTX compute_90 (JIT-compiled)");
   EXPECT_EQ(kernels::cuda_image_for(built, 7, 5), "");  // older than everything built: no image
   EXPECT_EQ(kernels::cuda_image_for("sm_80 sm_86", 9, 0), "");  // newer, without PTX: the failure PTX prevents
-  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_80", 9, 0), "PTX compute_80 (JIT-compiled)");
-  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_80", 9, 0).find("sm_90a"), std::string::npos);
+  // Arch-specific code runs on its own version: an H200 (9.0) ran a build for "sm_90a compute_90a" (2026-11-26).
+  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_90a", 9, 0), "SASS sm_90a");
+  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_80", 9, 0), "SASS sm_90a");
+  EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_90a", 10, 0), "");  // on no other version, SASS nor PTX
+  EXPECT_EQ(kernels::cuda_image_for("compute_90a", 9, 0), "PTX compute_90a (JIT-compiled)");
+  EXPECT_EQ(kernels::cuda_image_for("sm_100a compute_80", 10, 3), "PTX compute_80 (JIT-compiled)");
+  // Family-specific code runs within its major version, at an equal or higher minor.
+  EXPECT_EQ(kernels::cuda_image_for("sm_100f", 10, 3), "SASS sm_100f (binary-compatible)");
+  EXPECT_EQ(kernels::cuda_image_for("sm_103f compute_100f", 10, 0), "PTX compute_100f (JIT-compiled)");
+  EXPECT_EQ(kernels::cuda_image_for("compute_100f", 12, 0), "");
 }
 
 TEST(Selftest, RelativeMaxErrorScalesByTheReferenceAndCatchesBadValues) {
