@@ -5,9 +5,9 @@
 # under what is left of the time budget:
 #   1. `cabert selftest --device all`   (build, devices, kernel routes, every op against its reference)
 #   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...;
-#                                         a test that crashes runs again under cuda-gdb for its backtrace), and
-#                                         the unit tests named *Cuda* (beam search on CUDA, ...)
-#   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference)
+#                                         a test that crashes runs again under cuda-gdb for its backtrace)
+#   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference),
+#      then the unit tests named *Cuda* (beam search on CUDA, ...), built after the steps above
 #   4. recipes/bench/conv_ops.sh on cuda (cabert's conv ops beside fairseq's own CUDA kernels, HF ConvBERT and
 #      torch at K = 15, 31: issue 18's 2x target), when the kit has fairseq's sources; fairseq's kernels are
 #      compiled in the background while cabert builds
@@ -21,7 +21,7 @@
 # Environment: GPU_CHECK_SECONDS (530: the budget for all steps, kept under the call's timeout so that the logs
 # come back), TORCH_CUDA_ARCH_LIST (default: the first GPU's compute capability, one architecture to compile),
 # CABERT_JOBS (all cores), CABERT_CMAKE_ARGS (more configure arguments), GPU_CHECK_TARGETS (cabert
-# cabert_gpu_tests cabert_tests), GPU_CHECK_BUILD_ONLY (set: stop after the builds; how the kit is checked without a GPU),
+# cabert_gpu_tests), GPU_CHECK_BUILD_ONLY (set: stop after the builds; how the kit is checked without a GPU),
 # GPU_CHECK_SKIP (step names to skip, e.g. "selftest gpu-tests" for a second call that only measures).
 #
 # The Debian packages are unpacked under /tmp/cabert-deps, never into /; of their shared libraries only those the
@@ -179,7 +179,7 @@ step configure "$out/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUIL
   -DProtobuf_PROTOC_EXECUTABLE="$deps/bin/protoc" -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib" ${CABERT_CMAKE_ARGS:-} || exit 1
 # shellcheck disable=SC2086  # GPU_CHECK_TARGETS is a list of targets
-step build "$out/build.log" cmake --build "$build" -j "$jobs" --target ${GPU_CHECK_TARGETS:-cabert cabert_gpu_tests cabert_tests} ||
+step build "$out/build.log" cmake --build "$build" -j "$jobs" --target ${GPU_CHECK_TARGETS:-cabert cabert_gpu_tests} ||
   exit 1
 if [ -n "${GPU_CHECK_BUILD_ONLY:-}" ]; then
   await_fairseq
@@ -190,18 +190,16 @@ export LD_LIBRARY_PATH="$deps/runtime-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_WAIT_POLICY=passive
 step selftest "$out/selftest.log" "$build/bin/cabert" selftest --device all
 step gpu-tests "$out/gpu-tests.log" ctest --test-dir "$build" -L gpu --output-on-failure
-# The unit tests that take a CUDA device when there is one (beam search on CUDA, ...).
-[ -x "$build/tests/cabert_tests" ] &&
-  step unit-cuda "$out/gpu-tests.log" "$build/tests/cabert_tests" --gtest_filter='*Cuda*:*CUDA*'
 # A test that crashed (ctest: "Exception: SegFault" and the like) runs again under cuda-gdb for its backtrace
 # (cuda-gdb also debugs host code; the machines have no gdb), appended to gpu-tests.log.
 crash_line='s/^ *[0-9]*\/[0-9]* Test *#[0-9]*: \([A-Za-z0-9_.]*\) .*\*\*\*Exception:.*/\1/p'
 crashed=$(sed -n "$crash_line" "$out/gpu-tests.log" 2> /dev/null)
+cuda_gdb=$(command -v cuda-gdb || ls /usr/local/cuda*/bin/cuda-gdb 2> /dev/null | head -n 1)
 for test in $crashed; do
-  command -v cuda-gdb > /dev/null || break
+  [ -n "$cuda_gdb" ] || { say "no cuda-gdb: no backtrace of $test"; break; }
   echo "== $test under cuda-gdb" >> "$out/gpu-tests.log"
-  step backtrace "$out/gpu-tests.log" cuda-gdb -batch -ex run -ex "thread apply all bt 30" \
-    --args "$build/bin/cabert_gpu_tests" --gtest_filter="$test"
+  step backtrace "$out/gpu-tests.log" "$cuda_gdb" -batch -ex run -ex "thread apply all bt 30" \
+    --args "$build/tests/cabert_gpu_tests" --gtest_filter="$test"
 done
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv,relpos \
   --seq 512,2048 --kernel 3,17,31 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
@@ -209,6 +207,11 @@ step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composit
   --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
   --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+
+# The unit tests that take a CUDA device when there is one (beam search on CUDA, ...): built after the steps
+# above, so that a failure here costs them nothing.
+step build-unit "$out/build.log" cmake --build "$build" -j "$jobs" --target cabert_tests &&
+  step unit-cuda "$out/gpu-tests.log" "$build/tests/cabert_tests" --gtest_filter='*Cuda*:*CUDA*'
 
 await_fairseq
 # The public rows: HF ConvBERT and torch always; fairseq's conv1d row with its sources, its CUDA kernels once built.
