@@ -25,9 +25,47 @@ struct Problem {
   at::Tensor key_band_t;     // [B N, 2n+1, T] (the key band transposed: its entries along the key axis) or undefined
   at::Tensor masked;         // [B, 1, 1, T] bool: keys that take no part, or undefined when every key does
   at::Tensor uniform;        // [B, 1, 1, 1] bool: batch rows with no real key, or undefined when there is none
+  // With bands, the keys beyond the radius on either side of a block's rows, as [B N, T, d+2] product operands
+  // (edge_keys): [k, 1, the key band's edge entry, -inf at masked keys].
+  at::Tensor left_keys, right_keys;
   double scale = 1;
   DropoutDraw dropout;
+  bool bands() const { return query_band.defined() || key_band_t.defined(); }
 };
+
+// A block's scores split along the keys: those beyond the radius left of every row of the block ([0, begin)),
+// the strip around its diagonal ([begin, end)) and those beyond the radius right of every row ([end, T)).
+// Beyond the radius every entry of a band is its edge entry, so the scores of the two outer parts are one
+// product each of [q scale, edge entry of the query band, 1] with [k, 1, edge entry of the key band]: the
+// bands cost nothing there, and only the strip gathers them.
+struct Strip {
+  int64_t begin = 0, end = 0;
+  int64_t width() const { return end - begin; }
+};
+
+Strip strip_of(const Problem& p, int64_t i0, int64_t R) {
+  return {std::max<int64_t>(0, i0 - p.radius), std::min(p.length, i0 + R + p.radius)};
+}
+
+// The key operand of an outer part: edge 0 (keys left of the radius, where r(j, i) = 2n in the key band) or
+// 2n (keys right of it, where r(j, i) = 0).
+at::Tensor edge_keys(const Problem& p, int64_t edge) {
+  const int64_t BN = p.batch * p.heads, T = p.length, d = p.head_size;
+  at::Tensor keys = at::empty({BN, T, d + 2}, p.k.options());
+  keys.narrow(2, 0, d).copy_(p.k);
+  keys.select(2, d).fill_(1);
+  at::Tensor column = keys.select(2, d + 1);  // [B N, T]
+  if (p.key_band_t.defined()) {
+    column.copy_(p.key_band_t.select(1, 2 * p.radius - edge));
+  } else {
+    column.zero_();
+  }
+  if (p.masked.defined()) {
+    column.view({p.batch, p.heads, T}).masked_fill_(p.masked.view({p.batch, 1, T}),
+                                                    -std::numeric_limits<double>::infinity());
+  }
+  return keys;
+}
 
 Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
   Problem p;
@@ -52,36 +90,87 @@ Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
     const at::Tensor masked = in.key_mask.logical_not().logical_and(none_real.logical_not().unsqueeze(1));
     if (masked.any().item<bool>()) p.masked = masked.view({p.batch, 1, 1, T});
   }
+  if (p.bands()) {
+    p.left_keys = edge_keys(p, 0);
+    p.right_keys = edge_keys(p, 2 * p.radius);
+  }
   return p;
 }
 
-// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and every key: [R, T] int64; undefined
-// without bands (nothing reads it then).
-at::Tensor relative_offsets(const Problem& p, int64_t i0, int64_t R) {
-  if (!p.query_band.defined() && !p.key_band_t.defined()) return at::Tensor();
+// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and the strip's keys: [R, width] int64.
+at::Tensor relative_offsets(const Problem& p, int64_t i0, int64_t R, const Strip& strip) {
   const auto options = p.q.options().dtype(at::kLong);
-  return (at::arange(p.length, options).unsqueeze(0) - at::arange(i0, i0 + R, options).unsqueeze(1))
+  return (at::arange(strip.begin, strip.end, options).unsqueeze(0) - at::arange(i0, i0 + R, options).unsqueeze(1))
       .clamp_(-p.radius, p.radius)
       .add_(p.radius);
 }
 
-// The block's scores [B N, R, T]: scale q.k plus both bands' terms (query_band[i, r(i, j)] and
-// key_band[j, r(j, i)] = key_band_t[r(j, i), j], r(j, i) = 2n - r(i, j)), -inf at masked keys, 0 in batch rows
-// with no real key.
+// The strip's offsets, or undefined without bands (nothing reads them then).
+at::Tensor block_offsets(const Problem& p, int64_t i0, int64_t R) {
+  return p.bands() ? relative_offsets(p, i0, R, strip_of(p, i0, R)) : at::Tensor();
+}
+
+// One outer part of a block's scores, into `out` ([B N, R, keys] within the block's scores): one product of
+// [q scale, the query band's edge entry, 1] with the edge keys `keys` from key `j0` on.
+void outer_scores(const Problem& p, int64_t i0, int64_t R, int64_t edge, const at::Tensor& keys, int64_t j0,
+                  at::Tensor out) {
+  const int64_t BN = p.batch * p.heads, d = p.head_size;
+  at::Tensor rows = at::empty({BN, R, d + 2}, p.q.options());
+  at::Tensor scaled_queries = rows.narrow(2, 0, d);
+  at::mul_out(scaled_queries, p.q.narrow(1, i0, R), p.scale);
+  if (p.query_band.defined()) {
+    rows.select(2, d).copy_(p.query_band.narrow(1, i0, R).select(2, edge));
+  } else {
+    rows.select(2, d).zero_();
+  }
+  rows.select(2, d + 1).fill_(1);
+  at::bmm_out(out, rows, keys.narrow(1, j0, out.size(2)).transpose(1, 2));
+}
+
+// The strip of a block's scores, into `out` ([B N, R, width] within the block's scores): scale q.k plus both
+// bands' terms (query_band[i, r(i, j)] and key_band[j, r(j, i)] = key_band_t[r(j, i), j], r(j, i) = 2n - r(i, j))
+// gathered along their diagonals, -inf at masked keys.
+void strip_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64_t R, const Strip& strip,
+                  at::Tensor out) {
+  const int64_t BN = p.batch * p.heads, W = strip.width();
+  const auto index = offsets.expand({BN, R, W});
+  if (p.query_band.defined()) at::gather_out(out, p.query_band.narrow(1, i0, R), 2, index);
+  if (p.key_band_t.defined()) {
+    const at::Tensor key_terms =
+        p.key_band_t.narrow(2, strip.begin, W).gather(1, (2 * p.radius - offsets).expand({BN, R, W}));
+    if (p.query_band.defined()) {
+      out.add_(key_terms);
+    } else {
+      out.copy_(key_terms);
+    }
+  }
+  out.baddbmm_(p.q.narrow(1, i0, R), p.k.narrow(1, strip.begin, W).transpose(1, 2), /*beta=*/1, /*alpha=*/p.scale);
+  if (p.masked.defined()) {
+    out.view({p.batch, p.heads, R, W}).masked_fill_(p.masked.narrow(3, strip.begin, W),
+                                                    -std::numeric_limits<double>::infinity());
+  }
+}
+
+// The block's scores [B N, R, T] (the relative terms as above), -inf at masked keys, 0 in batch rows with no
+// real key.
 at::Tensor block_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64_t R) {
   const int64_t BN = p.batch * p.heads, T = p.length;
-  at::Tensor bias;
-  if (p.query_band.defined()) bias = p.query_band.narrow(1, i0, R).gather(2, offsets.expand({BN, R, T}));
-  if (p.key_band_t.defined()) {
-    at::Tensor key_terms = p.key_band_t.gather(1, (2 * p.radius - offsets).expand({BN, R, T}));
-    bias = bias.defined() ? bias.add_(key_terms) : key_terms;
+  at::Tensor s;
+  if (p.bands()) {
+    const Strip strip = strip_of(p, i0, R);
+    s = at::empty({BN, R, T}, p.q.options());
+    if (strip.begin > 0) outer_scores(p, i0, R, 0, p.left_keys, 0, s.narrow(2, 0, strip.begin));
+    if (strip.end < T) {
+      outer_scores(p, i0, R, 2 * p.radius, p.right_keys, strip.end, s.narrow(2, strip.end, T - strip.end));
+    }
+    strip_scores(p, offsets, i0, R, strip, s.narrow(2, strip.begin, strip.width()));
+  } else {
+    s = at::bmm(p.q.narrow(1, i0, R), p.k.transpose(1, 2)).mul_(p.scale);
+    if (p.masked.defined()) {
+      s.view({p.batch, p.heads, R, T}).masked_fill_(p.masked, -std::numeric_limits<double>::infinity());
+    }
   }
-  const at::Tensor q = p.q.narrow(1, i0, R), keys = p.k.transpose(1, 2);
-  at::Tensor s =
-      bias.defined() ? bias.baddbmm_(q, keys, /*beta=*/1, /*alpha=*/p.scale) : at::bmm(q, keys).mul_(p.scale);
-  const at::Tensor heads_view = s.view({p.batch, p.heads, R, T});
-  if (p.masked.defined()) heads_view.masked_fill_(p.masked, -std::numeric_limits<double>::infinity());
-  if (p.uniform.defined()) heads_view.masked_fill_(p.uniform, 0);
+  if (p.uniform.defined()) s.view({p.batch, p.heads, R, T}).masked_fill_(p.uniform, 0);
   return s;
 }
 
@@ -99,7 +188,9 @@ at::Tensor probabilities(at::Tensor& scores, const at::Tensor& logsumexp) {
 // The block's score gradients ds [B N, R, T] into the bands' gradients. Query band rows i0 .. i0+R: entry r of
 // row i sums ds over the keys at offset r (the two edges over every key beyond the radius, the inner entries
 // one key each); key band (transposed, [B N, 2n+1, T]): entry r of key j sums over the block's queries at
-// offset r(j, i) = 2n - r(i, j) the same way. Masked sums and gathers: no atomics, the order fixed.
+// offset r(j, i) = 2n - r(i, j) the same way. The outer parts of the block (Strip) add to the edges alone, by
+// plain sums; in the strip, masked sums give the edges and gathers the inner entries. No atomics, the order
+// fixed.
 void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& offsets, int64_t i0, int64_t R,
                     at::Tensor& query_band_grad, at::Tensor& key_band_grad_t) {
   if (!query_band_grad.defined() && !key_band_grad_t.defined()) return;
@@ -110,8 +201,21 @@ void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& of
     if (key_band_grad_t.defined()) key_band_grad_t.select(1, 0).add_(ds.sum(1));
     return;
   }
-  const at::Tensor left = ds * offsets.eq(0).to(ds.scalar_type());        // keys at j - i <= -n
-  const at::Tensor right = ds * offsets.eq(2 * n).to(ds.scalar_type());   // keys at j - i >= n
+  const Strip strip = strip_of(p, i0, R);
+  const int64_t W = strip.width();
+  if (strip.begin > 0) {  // keys left of the radius: r(i, j) = 0, r(j, i) = 2n
+    const at::Tensor left = ds.narrow(2, 0, strip.begin);
+    if (query_rows.defined()) query_rows.select(2, 0).add_(left.sum(-1));
+    if (key_band_grad_t.defined()) key_band_grad_t.select(1, 2 * n).narrow(1, 0, strip.begin).add_(left.sum(1));
+  }
+  if (strip.end < T) {  // keys right of it: r(i, j) = 2n, r(j, i) = 0
+    const at::Tensor right = ds.narrow(2, strip.end, T - strip.end);
+    if (query_rows.defined()) query_rows.select(2, 2 * n).add_(right.sum(-1));
+    if (key_band_grad_t.defined()) key_band_grad_t.select(1, 0).narrow(1, strip.end, T - strip.end).add_(right.sum(1));
+  }
+  const at::Tensor ds_strip = ds.narrow(2, strip.begin, W);
+  const at::Tensor left = ds_strip * offsets.eq(0).to(ds.scalar_type());       // keys at j - i <= -n
+  const at::Tensor right = ds_strip * offsets.eq(2 * n).to(ds.scalar_type());  // keys at j - i >= n
   const auto options = offsets.options();
   const at::Tensor inner = at::arange(1, 2 * n, options) - n;  // the inner offsets j - i (or i - j): 1-n .. n-1
   if (query_rows.defined()) {
@@ -119,16 +223,18 @@ void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& of
     query_rows.select(2, 2 * n).add_(right.sum(-1));
     const at::Tensor keys = at::arange(i0, i0 + R, options).unsqueeze(1) + inner;  // [R, 2n-1]: j = i + offset
     const at::Tensor inside = keys.ge(0).logical_and(keys.lt(T)).to(ds.scalar_type());
-    query_rows.narrow(2, 1, 2 * n - 1).add_(ds.gather(2, keys.clamp(0, T - 1).expand({BN, R, 2 * n - 1})) * inside);
+    const at::Tensor columns = (keys - strip.begin).clamp_(0, W - 1).expand({BN, R, 2 * n - 1});  // in the strip
+    query_rows.narrow(2, 1, 2 * n - 1).add_(ds_strip.gather(2, columns) * inside);
   }
   if (key_band_grad_t.defined()) {
-    key_band_grad_t.select(1, 0).add_(right.sum(1));  // r(j, i) = 0: i - j <= -n
-    key_band_grad_t.select(1, 2 * n).add_(left.sum(1));
-    // [2n-1, T]: the block row of query i = j + offset
-    const at::Tensor rows = at::arange(p.length, options).unsqueeze(0) + inner.unsqueeze(1) - i0;
+    key_band_grad_t.select(1, 0).narrow(1, strip.begin, W).add_(right.sum(1));  // r(j, i) = 0: i - j <= -n
+    key_band_grad_t.select(1, 2 * n).narrow(1, strip.begin, W).add_(left.sum(1));
+    // [2n-1, W]: the block row of query i = j + offset, for the strip's keys j (no other key has one)
+    const at::Tensor rows = at::arange(strip.begin, strip.end, options).unsqueeze(0) + inner.unsqueeze(1) - i0;
     const at::Tensor inside = rows.ge(0).logical_and(rows.lt(R)).to(ds.scalar_type());
     key_band_grad_t.narrow(1, 1, 2 * n - 1)
-        .add_(ds.gather(1, rows.clamp(0, R - 1).expand({BN, 2 * n - 1, T})) * inside);
+        .narrow(2, strip.begin, W)
+        .add_(ds_strip.gather(1, rows.clamp(0, R - 1).expand({BN, 2 * n - 1, W})) * inside);
   }
 }
 
@@ -157,7 +263,7 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, int64_t b
   const at::Tensor lse_rows = result.logsumexp.view({BN, T});
   for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
     const int64_t R = std::min(p.rows, T - i0);
-    at::Tensor s = block_scores(p, relative_offsets(p, i0, R), i0, R);
+    at::Tensor s = block_scores(p, block_offsets(p, i0, R), i0, R);
     const at::Tensor lse = at::logsumexp(s, -1);
     at::Tensor probs = probabilities(s, lse);
     if (p.dropout.p > 0) probs = philox_dropout(probs, p.dropout, block_draws(p, i0));
@@ -182,7 +288,7 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (p.key_band_t.defined()) key_band_grad_t = at::zeros({BN, width, T}, in.q.options());
   for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
     const int64_t R = std::min(p.rows, T - i0);
-    const at::Tensor offsets = relative_offsets(p, i0, R), dout_rows = dout.narrow(1, i0, R);
+    const at::Tensor offsets = block_offsets(p, i0, R), dout_rows = dout.narrow(1, i0, R);
     at::Tensor s = block_scores(p, offsets, i0, R);
     const at::Tensor probs = probabilities(s, lse.narrow(1, i0, R));
     const bool dropout = p.dropout.p > 0;

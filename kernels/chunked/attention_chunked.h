@@ -1,8 +1,15 @@
 // Composite attention (the formula and conventions of kernels/attention_kernels.h) in blocks of query rows
-// through ATen: per block of R queries, for every (batch, head) at once, the scores [B N, R, T] come from one
-// batched product, the bands are gathered along their diagonals, masked keys get -inf, then a row softmax,
-// Philox dropout with the block's own draws of the [B, N, T, T] scheme (kernels/dropout_kernels.h, DrawIndex),
-// and one batched product with V. The backward recomputes each block from the saved row log-sum-exp.
+// through ATen: per block of R queries, for every (batch, head) at once, the scores [B N, R, T] come from
+// batched products, masked keys get -inf, then a row softmax, Philox dropout with the block's own draws of the
+// [B, N, T, T] scheme (kernels/dropout_kernels.h, DrawIndex), and one batched product with V. The backward
+// recomputes each block from the saved row log-sum-exp.
+//
+// The relative terms: beyond the radius a band's entry is its edge entry, so the keys more than n left or right
+// of every row of a block take one product each, of [q scale, the query band's edge, 1] with [k, 1, the key
+// band's edge, -inf where masked]; only the strip of R + 2n keys around the block's diagonal gathers the bands
+// along their diagonals. In the backward those outer parts give the bands' edges plain sums. (One block of the
+// whole length is all strip.) On the CPU, B=2 N=4 d=64 n=8 in blocks of 128 rows ran 2.1x faster this way at
+// T=4096 than with the bands gathered over every key, 1.2-1.3x at T=1024 (fwd+bwd, 2 cores).
 //
 // Memory is a few [B N, R, T] blocks: R is T while one block of the whole length holds at most
 // `block_elements`, and shrinks beyond, so the extra memory stops growing quadratically there and grows
