@@ -26,7 +26,7 @@ struct Problem {
   at::Tensor masked;         // [B, 1, 1, T] bool: keys that take no part, or undefined when every key does
   at::Tensor uniform;        // [B, 1, 1, 1] bool: batch rows with no real key, or undefined when there is none
   // With bands, the keys beyond the radius on either side of a block's rows, as [B N, T, d+2] product operands
-  // (edge_keys): [k, 1, the key band's edge entry, -inf at masked keys].
+  // (edge_keys): [k, 1, the key band's edge entry, -inf at masked keys]; undefined when no block has such keys.
   at::Tensor left_keys, right_keys;
   double scale = 1;
   DropoutDraw dropout;
@@ -90,7 +90,10 @@ Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
     const at::Tensor masked = in.key_mask.logical_not().logical_and(none_real.logical_not().unsqueeze(1));
     if (masked.any().item<bool>()) p.masked = masked.view({p.batch, 1, 1, T});
   }
-  if (p.bands()) {
+  // Some block has keys beyond the radius when the first one ends n or more before T or the last one starts
+  // past n (one block of the whole length has none).
+  const int64_t last_block = std::max<int64_t>(0, T - 1) / p.rows * p.rows;
+  if (p.bands() && (p.rows + p.radius < T || last_block > p.radius)) {
     p.left_keys = edge_keys(p, 0);
     p.right_keys = edge_keys(p, 2 * p.radius);
   }

@@ -2,8 +2,8 @@
 // log-sum-exp and every gradient against the tiled CPU kernel (whose agreement with the reference
 // tests/kernels/attention_fused_test.cc establishes) in double, over every combination of bands, radii 0, 1,
 // 3 and beyond T, padding masks (a batch row with no real key too), dropout with the same Philox draws, and
-// blocks of 1, 5 and all query rows (T not a multiple of the block); against the plain-ATen reference and its
-// autograd directly; the block size arithmetic; the memory of long sequences.
+// blocks of 1, 5, T - 3 and all query rows (T not a multiple of the block); against the plain-ATen reference
+// and its autograd directly; the block size arithmetic; the memory of long sequences.
 #include <gtest/gtest.h>
 
 #include "kernels/attention_kernels.h"
@@ -65,7 +65,8 @@ void expect_blocks_match_tiles(const BlockCase& c) {
   const kernels::AttentionOutputs tiles = kernels::relative_attention_forward(in);
   const kernels::AttentionGrads tile_grads = kernels::relative_attention_backward(dout, in, tiles);
   const int64_t per_row = kBatch * kHeads * c.length;
-  for (const int64_t rows : {int64_t{1}, int64_t{5}, c.length}) {
+  // T - 3 rows: the first block reaches past T - n for n >= 3, the second starts past n (its outer keys left).
+  for (const int64_t rows : {int64_t{1}, int64_t{5}, std::max<int64_t>(1, c.length - 3), c.length}) {
     const std::string where = c.name() + " rows=" + std::to_string(rows);
     const kernels::AttentionOutputs blocks = kernels::chunked::relative_attention_forward(in, rows * per_row);
     expect_close(blocks.out, tiles.out, where + " out");
