@@ -43,10 +43,6 @@ struct Strip {
   int64_t width() const { return end - begin; }
 };
 
-Strip strip_of(const Problem& p, int64_t i0, int64_t R) {
-  return {std::max<int64_t>(0, i0 - p.radius), std::min(p.length, i0 + R + p.radius)};
-}
-
 // The key operand of an outer part: edge 0 (keys left of the radius, where r(j, i) = 2n in the key band) or
 // 2n (keys right of it, where r(j, i) = 0).
 at::Tensor edge_keys(const Problem& p, int64_t edge) {
@@ -100,24 +96,34 @@ Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
   return p;
 }
 
-// r(i, j) = clamp(j - i, -n, n) + n for the block's queries i0 .. i0+R and the strip's keys: [R, width] int64.
-at::Tensor relative_offsets(const Problem& p, int64_t i0, int64_t R, const Strip& strip) {
-  const auto options = p.q.options().dtype(at::kLong);
-  return (at::arange(strip.begin, strip.end, options).unsqueeze(0) - at::arange(i0, i0 + R, options).unsqueeze(1))
-      .clamp_(-p.radius, p.radius)
-      .add_(p.radius);
-}
+// A block of query rows i0 .. i0+R, its strip, and r(i, j) = clamp(j - i, -n, n) + n for its queries and the
+// strip's keys ([R, width] int64; undefined without bands, when nothing reads it).
+struct Block {
+  int64_t i0 = 0, rows = 0;
+  Strip strip;
+  at::Tensor offsets;
+};
 
-// The strip's offsets, or undefined without bands (nothing reads them then).
-at::Tensor block_offsets(const Problem& p, int64_t i0, int64_t R) {
-  return p.bands() ? relative_offsets(p, i0, R, strip_of(p, i0, R)) : at::Tensor();
+Block block_of(const Problem& p, int64_t i0) {
+  Block b;
+  b.i0 = i0;
+  b.rows = std::min(p.rows, p.length - i0);
+  b.strip = {std::max<int64_t>(0, i0 - p.radius), std::min(p.length, i0 + b.rows + p.radius)};
+  if (p.bands()) {
+    const auto options = p.q.options().dtype(at::kLong);
+    b.offsets = (at::arange(b.strip.begin, b.strip.end, options).unsqueeze(0) -
+                 at::arange(i0, i0 + b.rows, options).unsqueeze(1))
+                    .clamp_(-p.radius, p.radius)
+                    .add_(p.radius);
+  }
+  return b;
 }
 
 // One outer part of a block's scores, into `out` ([B N, R, keys] within the block's scores): one product of
 // [q scale, the query band's edge entry, 1] with the edge keys `keys` from key `j0` on.
-void outer_scores(const Problem& p, int64_t i0, int64_t R, int64_t edge, const at::Tensor& keys, int64_t j0,
+void outer_scores(const Problem& p, const Block& b, int64_t edge, const at::Tensor& keys, int64_t j0,
                   at::Tensor out) {
-  const int64_t BN = p.batch * p.heads, d = p.head_size;
+  const int64_t BN = p.batch * p.heads, d = p.head_size, i0 = b.i0, R = b.rows;
   at::Tensor rows = at::empty({BN, R, d + 2}, p.q.options());
   at::Tensor scaled_queries = rows.narrow(2, 0, d);
   at::mul_out(scaled_queries, p.q.narrow(1, i0, R), p.scale);
@@ -133,9 +139,10 @@ void outer_scores(const Problem& p, int64_t i0, int64_t R, int64_t edge, const a
 // The strip of a block's scores, into `out` ([B N, R, width] within the block's scores): scale q.k plus both
 // bands' terms (query_band[i, r(i, j)] and key_band[j, r(j, i)] = key_band_t[r(j, i), j], r(j, i) = 2n - r(i, j))
 // gathered along their diagonals, -inf at masked keys.
-void strip_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64_t R, const Strip& strip,
-                  at::Tensor out) {
-  const int64_t BN = p.batch * p.heads, W = strip.width();
+void strip_scores(const Problem& p, const Block& b, at::Tensor out) {
+  const Strip& strip = b.strip;
+  const at::Tensor& offsets = b.offsets;
+  const int64_t BN = p.batch * p.heads, W = strip.width(), i0 = b.i0, R = b.rows;
   const auto index = offsets.expand({BN, R, W});
   if (p.query_band.defined()) at::gather_out(out, p.query_band.narrow(1, i0, R), 2, index);
   if (p.key_band_t.defined()) {
@@ -156,19 +163,19 @@ void strip_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64
 
 // The block's scores [B N, R, T] (the relative terms as above), -inf at masked keys, 0 in batch rows with no
 // real key.
-at::Tensor block_scores(const Problem& p, const at::Tensor& offsets, int64_t i0, int64_t R) {
-  const int64_t BN = p.batch * p.heads, T = p.length;
+at::Tensor block_scores(const Problem& p, const Block& b) {
+  const int64_t BN = p.batch * p.heads, T = p.length, R = b.rows;
+  const Strip& strip = b.strip;
   at::Tensor s;
   if (p.bands()) {
-    const Strip strip = strip_of(p, i0, R);
     s = at::empty({BN, R, T}, p.q.options());
-    if (strip.begin > 0) outer_scores(p, i0, R, 0, p.left_keys, 0, s.narrow(2, 0, strip.begin));
+    if (strip.begin > 0) outer_scores(p, b, 0, p.left_keys, 0, s.narrow(2, 0, strip.begin));
     if (strip.end < T) {
-      outer_scores(p, i0, R, 2 * p.radius, p.right_keys, strip.end, s.narrow(2, strip.end, T - strip.end));
+      outer_scores(p, b, 2 * p.radius, p.right_keys, strip.end, s.narrow(2, strip.end, T - strip.end));
     }
-    strip_scores(p, offsets, i0, R, strip, s.narrow(2, strip.begin, strip.width()));
+    strip_scores(p, b, s.narrow(2, strip.begin, strip.width()));
   } else {
-    s = at::bmm(p.q.narrow(1, i0, R), p.k.transpose(1, 2)).mul_(p.scale);
+    s = at::bmm(p.q.narrow(1, b.i0, R), p.k.transpose(1, 2)).mul_(p.scale);
     if (p.masked.defined()) {
       s.view({p.batch, p.heads, R, T}).masked_fill_(p.masked, -std::numeric_limits<double>::infinity());
     }
@@ -194,17 +201,18 @@ at::Tensor probabilities(at::Tensor& scores, const at::Tensor& logsumexp) {
 // offset r(j, i) = 2n - r(i, j) the same way. The outer parts of the block (Strip) add to the edges alone, by
 // plain sums; in the strip, masked sums give the edges and gathers the inner entries. No atomics, the order
 // fixed.
-void add_band_grads(const Problem& p, const at::Tensor& ds, const at::Tensor& offsets, int64_t i0, int64_t R,
-                    at::Tensor& query_band_grad, at::Tensor& key_band_grad_t) {
+void add_band_grads(const Problem& p, const at::Tensor& ds, const Block& b, at::Tensor& query_band_grad,
+                    at::Tensor& key_band_grad_t) {
   if (!query_band_grad.defined() && !key_band_grad_t.defined()) return;
-  const int64_t n = p.radius, BN = p.batch * p.heads, T = p.length;
+  const int64_t n = p.radius, BN = p.batch * p.heads, T = p.length, i0 = b.i0, R = b.rows;
   at::Tensor query_rows = query_band_grad.defined() ? query_band_grad.narrow(1, i0, R) : at::Tensor();
   if (n == 0) {  // one entry, every key
     if (query_rows.defined()) query_rows.select(2, 0).add_(ds.sum(-1));
     if (key_band_grad_t.defined()) key_band_grad_t.select(1, 0).add_(ds.sum(1));
     return;
   }
-  const Strip strip = strip_of(p, i0, R);
+  const Strip& strip = b.strip;
+  const at::Tensor& offsets = b.offsets;
   const int64_t W = strip.width();
   if (strip.begin > 0) {  // keys left of the radius: r(i, j) = 0, r(j, i) = 2n
     const at::Tensor left = ds.narrow(2, 0, strip.begin);
@@ -265,8 +273,9 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, int64_t b
   result.logsumexp = at::empty({p.batch, p.heads, T}, in.q.options());
   const at::Tensor lse_rows = result.logsumexp.view({BN, T});
   for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
-    const int64_t R = std::min(p.rows, T - i0);
-    at::Tensor s = block_scores(p, block_offsets(p, i0, R), i0, R);
+    const Block b = block_of(p, i0);
+    const int64_t R = b.rows;
+    at::Tensor s = block_scores(p, b);
     const at::Tensor lse = at::logsumexp(s, -1);
     at::Tensor probs = probabilities(s, lse);
     if (p.dropout.p > 0) probs = philox_dropout(probs, p.dropout, block_draws(p, i0));
@@ -290,9 +299,10 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (p.query_band.defined()) query_band_grad = at::zeros({BN, T, width}, in.q.options());
   if (p.key_band_t.defined()) key_band_grad_t = at::zeros({BN, width, T}, in.q.options());
   for (int64_t i0 = 0; i0 < T; i0 += p.rows) {
-    const int64_t R = std::min(p.rows, T - i0);
-    const at::Tensor offsets = block_offsets(p, i0, R), dout_rows = dout.narrow(1, i0, R);
-    at::Tensor s = block_scores(p, offsets, i0, R);
+    const Block b = block_of(p, i0);
+    const int64_t R = b.rows;
+    const at::Tensor dout_rows = dout.narrow(1, i0, R);
+    at::Tensor s = block_scores(p, b);
     const at::Tensor probs = probabilities(s, lse.narrow(1, i0, R));
     const bool dropout = p.dropout.p > 0;
     const DrawIndex draws = block_draws(p, i0);
@@ -303,7 +313,7 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
     if (p.uniform.defined()) ds.view({p.batch, p.heads, R, T}).masked_fill_(p.uniform, 0);  // constant scores
     dq.narrow(1, i0, R).copy_(at::bmm(ds, p.k).mul_(p.scale));
     dk.baddbmm_(ds.transpose(1, 2), p.q.narrow(1, i0, R), /*beta=*/1, /*alpha=*/p.scale);
-    add_band_grads(p, ds, offsets, i0, R, query_band_grad, key_band_grad_t);
+    add_band_grads(p, ds, b, query_band_grad, key_band_grad_t);
   }
   AttentionGrads grads;
   grads.q = heads_last(dq, p);
