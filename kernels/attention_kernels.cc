@@ -5,6 +5,7 @@
 #include "kernels/build_info.h"
 #include "kernels/chunked/attention_chunked.h"
 #include "kernels/cpu/attention_cpu.h"
+#include "kernels/regions/attention_regions.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
@@ -69,7 +70,9 @@ AttentionInputs checked(const AttentionInputs& in) {
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const AttentionInputs c = checked(in);
-  return c.q.is_cuda() ? chunked::relative_attention_forward(c) : cpu::relative_attention_forward(c);
+  if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
+  if (regions::takes(c)) return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
+  return chunked::relative_attention_forward(c);
 }
 
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
@@ -81,8 +84,11 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   saved.logsumexp = forward.logsumexp.contiguous();
   const AttentionInputs c = checked(in);
   const at::Tensor grad = rows_contiguous(grad_out.to(in.q.scalar_type()));
-  return c.q.is_cuda() ? chunked::relative_attention_backward(grad, c, saved)
-                       : cpu::relative_attention_backward(grad, c, saved);
+  if (c.q.is_cpu()) return cpu::relative_attention_backward(grad, c, saved);
+  if (saved.rng.defined()) {  // the forward took the regions
+    return regions::relative_attention_backward(grad, c, saved, regions::pytorch_region_kernel(c.q));
+  }
+  return chunked::relative_attention_backward(grad, c, saved);
 }
 
 }  // namespace cabert::kernels

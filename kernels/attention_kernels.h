@@ -13,9 +13,12 @@
 // Padding: masked keys take no part. A batch row whose keys are all masked attends uniformly to all of them
 // (what the reference's additive bias of the dtype's lowest value gives), with zero score gradients.
 //
-// Entry points: CPU tensors -> kernels/cpu (float, double), CUDA tensors -> kernels/chunked (a build with CUDA
-// kernels: blocks of query rows through batched products, linear memory past one block; its dropout is
-// kernels/cuda's). The reference (the test oracle) is kernels/reference/attention_reference.h.
+// Entry points: CPU tensors -> kernels/cpu (float, double); CUDA tensors in a build with CUDA kernels ->
+// kernels/regions in float (PyTorch's memory-efficient kernel on the regions beyond the radius, cabert's
+// products on the strip inside it; its dropout masks its own, see there), kernels/chunked otherwise (double,
+// or a batch row with no real key: blocks of query rows through batched products, linear memory past one
+// block, the reference's Philox masks). The backward takes the forward's route (AttentionOutputs::rng is
+// defined on the regions'). The reference (the test oracle) is kernels/reference/attention_reference.h.
 #pragma once
 
 #include <ATen/ATen.h>
@@ -39,6 +42,7 @@ struct AttentionInputs {
 struct AttentionOutputs {
   at::Tensor out;        // [B, N, T, d], stored as [B, T, N, d] (out.transpose(1, 2) is contiguous)
   at::Tensor logsumexp;  // [B, N, T], float or double like q: log sum_j exp(s_ij) over the real keys
+  at::Tensor rng;        // the dropout states of kernels/regions' fused regions for its backward, else undefined
 };
 
 struct AttentionGrads {

@@ -1,21 +1,13 @@
 // Blocks of query rows through ATen's batched products; kernels/chunked/attention_chunked.h has the scheme.
 #include "kernels/chunked/attention_chunked.h"
 
-#include <ATen/core/grad_mode.h>
-#include <c10/core/impl/LocalDispatchKeySet.h>
-
 #include <algorithm>
 #include <limits>
 
+#include "kernels/plain_aten.h"
+
 namespace cabert::kernels::chunked {
 namespace {
-
-// Plain ATen below autograd and autocast: the products run in the inputs' dtype and nothing is recorded
-// (the op above owns the graph; lib/ops/attention_ops.cc).
-struct PlainAten {
-  at::NoGradGuard no_grad;
-  c10::impl::ExcludeDispatchKeyGuard no_autocast{c10::autocast_dispatch_keyset};
-};
 
 // One call's tensors as the blocks read them: (batch, head) pairs flattened, rows contiguous.
 struct Problem {

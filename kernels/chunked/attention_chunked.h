@@ -16,9 +16,9 @@
 // linearly in T; the T x T matrix of a long sequence is never built. The products are the BLAS's (cuBLAS on a
 // GPU), every other pass is an ATen kernel, nothing is summed with atomics (a run repeats bit for bit).
 //
-// Device-agnostic: the CUDA path of kernels/attention_kernels.cc (cuBLAS's batched products instead of the
-// scalar per-row loops of the kernel it replaced; a fused tensor-core kernel is the next step), and it runs the
-// same on the CPU, where the tests check it against the reference and the tiled CPU kernel
+// Device-agnostic: CUDA's path in double, and where kernels/regions does not go (a batch row with no real
+// key); its dropout masks are the reference's, so the CUDA tests compare it with the CPU bit for bit. It runs
+// the same on the CPU, where the tests check it against the reference and the tiled CPU kernel
 // (tests/kernels/attention_chunked_test.cc).
 #pragma once
 

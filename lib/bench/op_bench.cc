@@ -223,7 +223,9 @@ std::string op_bench_description(const std::string& op) {
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
   if (op == "composite-attention")
     return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
-           "radius K/2, no dropout, heads as the models give them; fused: tiled online softmax, nothing T x T";
+           "radius K/2, no dropout, heads as the models give them; fused, nothing T x T: on the CPU tiled online "
+           "softmax, on CUDA in float PyTorch's memory-efficient kernel on the regions beyond the radius and "
+           "banded products on the strip inside it (kernels/regions)";
   if (op == "sdpa") {
     return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
            "models give them), no dropout";

@@ -58,8 +58,10 @@ std::string selftest_route(const std::string& op, const torch::Device& device) {
   const bool cuda = device.is_cuda();
   const std::string conv = cuda ? "kernels/cuda" : "kernels/cpu";
   if (op == "composite-attention") {
-    return cuda ? "blocks of query rows through batched products (kernels/chunked/attention_chunked), dropout "
-                  "from the Philox kernel of kernels/cuda/dropout_cuda"
+    return cuda ? "in float PyTorch's memory-efficient attention on the regions beyond the radius and banded "
+                  "products on the strip inside it (kernels/regions/attention_regions); in double blocks of query "
+                  "rows through batched products (kernels/chunked/attention_chunked), dropout from the Philox "
+                  "kernel of kernels/cuda/dropout_cuda"
                 : "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
   }
   if (op == "convbert-attention") {
@@ -99,7 +101,10 @@ std::vector<SelftestCheck> run_selftest(const std::vector<torch::Device>& device
   for (const auto& op : op_bench_names()) {
     if (!op_bench_has_kernel_paths(op)) continue;
     for (const auto& device : devices) {
-      double worst_local = 0, worst_cpu = 0;
+      double worst_local = 0, worst_cpu = 0, worst_float = 0;
+      // CUDA's composite attention takes another route in float (kernels/regions) than in double: checked in
+      // float too, against the reference in float on the same device.
+      const bool float_route = device.is_cuda() && op == "composite-attention";
       std::string shapes;
       for (const auto& shape : selftest_shapes()) {
         OpBenchConfig config;
@@ -119,18 +124,26 @@ std::vector<SelftestCheck> run_selftest(const std::vector<torch::Device>& device
           on_cpu.device = torch::kCPU;
           worst_cpu = std::max(worst_cpu, relative_max_error(fused, run_once(on_cpu, ops::KernelPath::kReference)));
         }
+        if (float_route) {
+          OpBenchConfig in_float = config;
+          in_float.dtype = torch::kFloat;
+          worst_float = std::max(worst_float, relative_max_error(run_once(in_float, ops::KernelPath::kFused),
+                                                                 run_once(in_float, ops::KernelPath::kReference)));
+        }
         shapes += str(shapes.empty() ? "" : ", ", "B=", shape.batch, " T=", shape.seq, " C=", shape.channels,
                       " H=", shape.heads, " K=", shape.kernel);
       }
       // Double precision: the fused kernels sum in another order than ATen, nothing more.
       constexpr double kTolerance = 1e-9;
-      auto add = [&](const std::string& against, double error) {
-        SelftestCheck check{op, device.str(), against, shapes, error, kTolerance, error <= kTolerance};
+      auto add = [&](const std::string& against, double error, double tolerance) {
+        SelftestCheck check{op, device.str(), against, shapes, error, tolerance, error <= tolerance};
         report(check);
         checks.push_back(check);
       };
-      add("reference on the same device", worst_local);
-      if (device.is_cuda()) add("reference on the CPU", worst_cpu);
+      add("reference on the same device", worst_local, kTolerance);
+      if (device.is_cuda()) add("reference on the CPU", worst_cpu, kTolerance);
+      // Float: the two sum in different orders over a few dozen terms of size 1.
+      if (float_route) add("reference on the same device, in float", worst_float, 1e-4);
     }
   }
   return checks;

@@ -2,7 +2,8 @@
 // devices. A user with a new machine or GPU runs it first: it lists the build (LibTorch, CUDA architectures, CPU
 // kernel ISA), the devices, the code each op runs on each device, then checks every op with a fused kernel
 // against the plain-ATen reference on every device (forward and every gradient, in double, on small shapes
-// that cover K > T, T not a multiple of a tile and B = 1). Seconds, not minutes.
+// that cover K > T, T not a multiple of a tile and B = 1; on CUDA the composite attention in float too, whose
+// route differs there). Seconds, not minutes.
 #pragma once
 
 #include <torch/torch.h>

@@ -99,7 +99,8 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     const torch::Tensor key_mask = mask.value_or(torch::Tensor());
     kernels::AttentionOutputs result = kernels::relative_attention_forward(
         attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout));
-    ctx->save_for_backward({q, k, v, bands.query, bands.key, key_mask, result.out, result.logsumexp, wq, b, wk});
+    ctx->save_for_backward(
+        {q, k, v, bands.query, bands.key, key_mask, result.out, result.logsumexp, wq, b, wk, result.rng});
     ctx->saved_data["radius"] = radius;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
@@ -116,7 +117,7 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     const kernels::AttentionInputs in = attention_inputs(q, k, saved[2], Bands{saved[3], saved[4]}, saved[5],
                                                          ctx->saved_data["radius"].toInt(), scale, dropout);
     kernels::AttentionGrads grads =
-        kernels::relative_attention_backward(grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7]});
+        kernels::relative_attention_backward(grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7], saved[11]});
     FloatRegion region;  // a backward run under autocast keeps these products in float32, as the forward's
     torch::Tensor grad_wq, grad_b, grad_wk;
     if (wq.defined()) grad_wq = band_backward(grads.query_band, q, wq, scale, grads.q);
@@ -172,7 +173,9 @@ torch::Tensor composite_attention(const torch::Tensor& q, const torch::Tensor& k
                                   double dropout_p, torch::Tensor* probabilities) {
   // One seed per call in training, whichever path runs, so that the dropouts after this one draw the same masks
   // on every path. SDPA's paths leave it unused: their masks come from PyTorch's own generator (on CUDA its
-  // Philox state), so there `--kernels fused` and `reference` drop different attention probabilities.
+  // Philox state), so there `--kernels fused` and `reference` drop different attention probabilities. CUDA's
+  // composite attention in float (kernels/regions) seeds its parts' masks with it, which are not the
+  // reference's either.
   return attention_with_draw(q, k, v, relative, mask, scale, draw_dropout(dropout_p), probabilities);
 }
 

@@ -18,6 +18,7 @@
 #include "kernels/chunked/attention_chunked.h"
 #include "kernels/build_info.h"
 #include "kernels/dropout_kernels.h"
+#include "kernels/reference/attention_reference.h"
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
@@ -250,6 +251,69 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   EXPECT_TRUE(torch::allclose(wide_block_grads.key_band.cpu(), wide_cpu_grads.key_band, 1e-10, 1e-10));
 }
 
+// Composite attention in float on CUDA takes PyTorch's memory-efficient kernel on the regions beyond the radius
+// (kernels/regions): its dropout masks are its own. With one-hot values the output shows the dropped
+// probabilities themselves: every entry is 0 or the reference's probability / (1 - p), and with that mask the
+// reference's output and autograd gradients are the path's (float, 1e-4). The same seed gives the same masks,
+// another seed others, and PyTorch's own CUDA generator is left where it was.
+TEST(CudaKernels, RegionAttentionDropoutIsTheReferenceWithItsMask) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(49);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+  const int64_t B = 2, N = 2, T = 40, radius = 3, width = 2 * radius + 1;
+  const double p = 0.3;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({B, N, T, T}, options);
+  in.k = torch::randn({B, N, T, T}, options);
+  in.v = torch::eye(T, options).expand({B, N, T, T}).contiguous();
+  in.query_band = torch::randn({B, N, T, width}, options);
+  in.key_band = torch::randn({B, N, T, width}, options);
+  in.key_mask = ragged_mask(B, T).to(cuda0());
+  in.radius = radius;
+  in.scale = 0.2;
+  in.dropout = {p, 1234, 0};
+  torch::manual_seed(7);
+  const torch::Tensor untouched = torch::rand({8}, options);
+  torch::manual_seed(7);
+  const kernels::AttentionOutputs revealed = kernels::relative_attention_forward(in);
+  EXPECT_TRUE(torch::equal(torch::rand({8}, options), untouched)) << "PyTorch's CUDA generator moved";
+  ASSERT_TRUE(revealed.rng.defined()) << "float on CUDA takes the regions";
+  EXPECT_TRUE(torch::equal(kernels::relative_attention_forward(in).out, revealed.out)) << "same seed, same masks";
+  kernels::AttentionInputs reseeded = in;
+  reseeded.dropout.seed = 4321;
+  EXPECT_FALSE(torch::equal(kernels::relative_attention_forward(reseeded).out, revealed.out));
+
+  kernels::AttentionInputs plain = in;
+  plain.dropout.p = 0;
+  at::Tensor probabilities;
+  kernels::reference::relative_attention(plain, &probabilities);
+  const torch::Tensor dropped = revealed.out;  // [B, N, T, T]: the dropped probabilities, row by row
+  const torch::Tensor keep = dropped.gt(0);
+  EXPECT_GT(keep.logical_not().logical_and(probabilities.gt(1e-6)).sum().item<int64_t>(), 0) << "nothing dropped";
+  EXPECT_TRUE(torch::allclose(dropped, probabilities * keep / (1 - p), 1e-5, 1e-6));
+
+  kernels::AttentionInputs random = in;
+  random.v = torch::randn({B, N, T, T}, options);
+  for (at::Tensor* t : {&random.q, &random.k, &random.v, &random.query_band, &random.key_band}) {
+    *t = t->detach().requires_grad_();
+  }
+  plain = random;
+  plain.dropout.p = 0;
+  kernels::reference::relative_attention(plain, &probabilities);
+  const torch::Tensor want = torch::matmul(probabilities * keep / (1 - p), random.v);
+  const torch::Tensor dout = torch::randn_like(want);
+  const std::vector<torch::Tensor> want_grads = torch::autograd::grad(
+      {want}, {random.q, random.k, random.v, random.query_band, random.key_band}, {dout});
+  const kernels::AttentionOutputs got = kernels::relative_attention_forward(random);
+  EXPECT_TRUE(torch::allclose(got.out, want, 1e-4, 1e-4)) << (got.out - want).abs().max().item<double>();
+  const kernels::AttentionGrads grads = kernels::relative_attention_backward(dout, random, got);
+  const torch::Tensor got_grads[] = {grads.q, grads.k, grads.v, grads.query_band, grads.key_band};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(torch::allclose(got_grads[i], want_grads[i], 1e-4, 1e-4))
+        << "gradient " << i << ", max diff " << (got_grads[i] - want_grads[i]).abs().max().item<double>();
+  }
+}
+
 // Philox dropout: the CUDA kernel drops the same elements as the CPU kernel and scales them alike, in every
 // dtype (half and bfloat16 computed in float on both), for a size that ends inside a counter block.
 TEST(CudaKernels, PhiloxDropoutMatchesTheCpuBitwise) {
@@ -381,9 +445,11 @@ TEST(CudaKernels, LargeShapes) {
 }
 
 // `pretrain --device cuda --steps 2`: the fused and the reference kernels give the same losses, with and
-// without --amp. ConvBERT's plain attention heads take SDPA on CUDA, whose attention-dropout masks are
-// PyTorch's, not cabert's Philox draws: that preset runs without attention dropout (its other dropouts stay;
-// SDPA's call draws the seed the reference's draws, so their masks are the same on both paths).
+// without --amp. In float on CUDA, attention takes PyTorch's fused kernels (ConvBERT's plain heads SDPA, the
+// composite attention its memory-efficient kernel on the regions beyond the radius), whose attention-dropout
+// masks are not cabert's Philox draws of the reference: the attention presets run without attention dropout
+// (their other dropouts stay; each call draws the seed the reference's draws, so their masks are the same on
+// both paths).
 TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
   CABERT_REQUIRE_CUDA();
   const std::string dir = testing::temp_dir();
@@ -397,7 +463,7 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
   run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
       "gutenberg --max-length 32 -o " + dir + "/corpus");
   const std::pair<const char*, const char*> presets[] = {
-      {"bert-tiny-composite", ""}, {"convbert-tiny", " --set attention_dropout=0"}, {"dynamicconv-tiny", ""}};
+      {"bert-tiny-composite", " --set attention_dropout=0"}, {"convbert-tiny", " --set attention_dropout=0"}, {"dynamicconv-tiny", ""}};
   for (const auto& [preset, settings] : presets) {
     for (const char* amp : {"", " --amp"}) {
       std::string losses[2];

@@ -1,0 +1,110 @@
+// PyTorch's fused attention kernels as the regions' kernel (kernels/regions/attention_regions.h).
+#include <ATen/Context.h>
+#include <ATen/ops/_scaled_dot_product_efficient_attention.h>
+#include <ATen/ops/_scaled_dot_product_efficient_attention_backward.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu.h>
+#include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
+
+#include <limits>
+#include <mutex>
+
+#include "kernels/regions/attention_regions.h"
+#include "lib/core/errors.h"
+
+namespace cabert::kernels::regions {
+namespace {
+
+// ---- CPU: flash attention (no dropout; q, k and v of one head size) ----
+
+at::Tensor padded_to(const at::Tensor& x, int64_t size) {
+  return x.size(3) == size ? x : at::constant_pad_nd(x, {0, size - x.size(3)});
+}
+
+RegionForward cpu_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
+  if (draw.p > 0) throw UsageError("relative_attention: PyTorch's CPU flash attention takes no dropout");
+  const int64_t head_size = q.size(3);
+  auto [out, logsumexp] = at::_scaled_dot_product_flash_attention_for_cpu(
+      q, k, padded_to(v, head_size), /*dropout_p=*/0.0, /*is_causal=*/true, /*attn_mask=*/std::nullopt, /*scale=*/1.0);
+  return {out.narrow(3, 0, v.size(3)), logsumexp, at::Tensor()};
+}
+
+RegionGrads cpu_backward(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                         const at::Tensor& out, const at::Tensor& logsumexp, const DropoutDraw&, const at::Tensor&) {
+  const int64_t head_size = q.size(3);
+  auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
+      padded_to(grad_out, head_size), q, k, padded_to(v, head_size), padded_to(out, head_size),
+      logsumexp.to(q.scalar_type()).contiguous(), /*dropout_p=*/0.0, /*is_causal=*/true, /*attn_mask=*/std::nullopt,
+      /*scale=*/1.0);
+  return {gq, gk, gv.narrow(3, 0, v.size(3))};
+}
+
+// ---- CUDA: memory-efficient attention (its dropout from the device's Philox generator) ----
+
+// The device's default generator seeded with the region's seed for one call, its state restored after: the
+// masks are a function of cabert's seed (a run repeats, and resumes exactly), and PyTorch's own stream of
+// draws is left as it was.
+class SeededGenerator {
+ public:
+  SeededGenerator(const at::Device& device, uint64_t seed)
+      : generator_(at::globalContext().defaultGenerator(device)) {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    saved_ = generator_.get_state();
+    generator_.set_current_seed(seed);
+  }
+  ~SeededGenerator() {
+    std::lock_guard<std::mutex> lock(generator_.mutex());
+    generator_.set_state(saved_);
+  }
+  SeededGenerator(const SeededGenerator&) = delete;
+  SeededGenerator& operator=(const SeededGenerator&) = delete;
+
+ private:
+  at::Generator generator_;
+  at::Tensor saved_;
+};
+
+// The efficient kernel's log-sum-exp rows are padded to a multiple of 32; its backward reads them so.
+constexpr int64_t kLogsumexpAlignment = 32;
+
+RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
+  std::optional<SeededGenerator> seeded;
+  if (draw.p > 0) seeded.emplace(q.device(), draw.seed);
+  auto [out, logsumexp, philox_seed, philox_offset] = at::_scaled_dot_product_efficient_attention(
+      q, k, v, /*attn_bias=*/std::nullopt, /*compute_log_sumexp=*/true, draw.p, /*is_causal=*/true, /*scale=*/1.0);
+  at::Tensor rng;
+  if (draw.p > 0) {
+    rng = at::stack({philox_seed.to(at::kCPU, at::kLong).reshape({}), philox_offset.to(at::kCPU, at::kLong).reshape({})});
+  }
+  return {out, logsumexp.narrow(2, 0, q.size(2)), rng};
+}
+
+RegionGrads cuda_backward(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                          const at::Tensor& out, const at::Tensor& logsumexp, const DropoutDraw& draw,
+                          const at::Tensor& rng) {
+  const int64_t B = q.size(0), N = q.size(1), M = q.size(2);
+  // The kernel reads the log-sum-exp in rows padded to 32 (+inf past M, as its forward writes them) and the
+  // output with the row stride of its forward's [B, M, N, dv] storage.
+  const int64_t padded = (M + kLogsumexpAlignment - 1) / kLogsumexpAlignment * kLogsumexpAlignment;
+  at::Tensor lse = at::full({B, N, padded}, std::numeric_limits<float>::infinity(), q.options().dtype(at::kFloat));
+  lse.narrow(2, 0, M).copy_(logsumexp);
+  const at::Tensor out_rows = at::empty({B, M, N, out.size(3)}, out.options()).transpose(1, 2).copy_(out);
+  // Unread without dropout; with it the forward's CPU scalars.
+  at::Tensor philox_seed = at::zeros({}, at::kLong), philox_offset = at::zeros({}, at::kLong);
+  if (draw.p > 0) {
+    philox_seed = rng[0].clone();
+    philox_offset = rng[1].clone();
+  }
+  auto [gq, gk, gv, gbias] = at::_scaled_dot_product_efficient_attention_backward(
+      grad_out, q, k, v, /*attn_bias=*/at::Tensor(), out_rows, lse, philox_seed, philox_offset, draw.p,
+      {true, true, true, false}, /*is_causal=*/true, /*scale=*/1.0);
+  return {gq, gk, gv};
+}
+
+}  // namespace
+
+RegionKernel pytorch_region_kernel(const at::Tensor& q) {
+  if (q.is_cuda()) return {cuda_forward, cuda_backward};
+  return {cpu_forward, cpu_backward};
+}
+
+}  // namespace cabert::kernels::regions
