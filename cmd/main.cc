@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "cmd/commands.h"
+#include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
@@ -105,6 +106,7 @@ void apply_global_options(CLI::App& app) {
   // by default, which would set `--kernels reference` apart from the fused kernels on Ampere and newer.
   at::globalContext().setAllowTF32CuBLAS(global.tf32);
   at::globalContext().setAllowTF32CuDNN(global.tf32);
+  kernels::set_cuda_attention_route(kernels::parse_cuda_attention_route(global.cuda_attention));
   auto& options = run_context().options;
   options["threads"] = std::to_string(std::max(threads, 1));
   options["seed"] = std::to_string(global.seed);
@@ -124,6 +126,11 @@ int run(int argc, char** argv) {
   app.add_flag("--tf32", global.tf32,
                "On CUDA, let float32 matrix products and convolutions use TF32 tensor cores (faster, 10-bit "
                "mantissas; off: float32 throughout)");
+  app.add_option("--cuda-attention", global.cuda_attention,
+                 "CUDA's composite attention in float: regions (PyTorch's fused kernel on the regions beyond the "
+                 "radius; its own dropout masks) or blocks (blocks of query rows; the reference's dropout masks, "
+                 "slower)")
+      ->capture_default_str();
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")
       ->capture_default_str();

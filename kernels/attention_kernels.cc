@@ -1,5 +1,6 @@
 #include "kernels/attention_kernels.h"
 
+#include <atomic>
 #include <sstream>
 
 #include "kernels/build_info.h"
@@ -66,12 +67,22 @@ AttentionInputs checked(const AttentionInputs& in) {
   return c;
 }
 
+std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kRegions};
+
 }  // namespace
+
+void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
+CudaAttentionRoute cuda_attention_route() { return route; }
+CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
+  if (name == "regions") return CudaAttentionRoute::kRegions;
+  if (name == "blocks") return CudaAttentionRoute::kBlocks;
+  throw UsageError(str("--cuda-attention: expected regions or blocks, got '", name, "'"));
+}
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const AttentionInputs c = checked(in);
   if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
-  if (regions::takes(c)) return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
+  if (route == CudaAttentionRoute::kRegions && regions::takes(c)) return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
   return chunked::relative_attention_forward(c);
 }
 

@@ -24,6 +24,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <string>
 
 #include "kernels/dropout_kernels.h"
 
@@ -48,6 +49,14 @@ struct AttentionOutputs {
 struct AttentionGrads {
   at::Tensor q, k, v, query_band, key_band;  // the bands' undefined when the input had none
 };
+
+// CUDA's route in float: the regions (PyTorch's fused kernel, the default) or the blocks (kernels/chunked: the
+// reference's dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`).
+enum class CudaAttentionRoute { kRegions, kBlocks };
+void set_cuda_attention_route(CudaAttentionRoute route);
+CudaAttentionRoute cuda_attention_route();
+// "regions" or "blocks"; anything else is a UsageError naming the accepted values.
+CudaAttentionRoute parse_cuda_attention_route(const std::string& name);
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in);
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,

@@ -6,7 +6,8 @@
 #   1. `cabert selftest --device all`   (build, devices, kernel routes, every op against its reference)
 #   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...;
 #                                         a test that crashes runs again under cuda-gdb for its backtrace)
-#   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference),
+#   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference;
+#                                          the composite attention on both CUDA routes),
 #      then the unit tests named *Cuda* (beam search on CUDA, ...), built after the steps above
 #   4. recipes/bench/conv_ops.sh on cuda (cabert's conv ops beside fairseq's own CUDA kernels, HF ConvBERT and
 #      torch at K = 15, 31: issue 18's 2x target), when the kit has fairseq's sources; fairseq's kernels are
@@ -207,6 +208,9 @@ step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composit
   --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
   --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+# The composite attention's other CUDA route (blocks of query rows), side by side with the regions above.
+step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda --op composite-attention \
+  --kernels fused --seq 512,2048,8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
 
 # The unit tests that take a CUDA device when there is one (beam search on CUDA, ...): built after the steps
 # above, so that a failure here costs them nothing.

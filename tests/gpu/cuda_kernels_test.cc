@@ -314,6 +314,37 @@ TEST(CudaKernels, RegionAttentionDropoutIsTheReferenceWithItsMask) {
   }
 }
 
+// `--cuda-attention blocks`: float on CUDA takes the blocks, whose dropout masks are the reference's, so the
+// CPU kernel's output with dropout is theirs.
+TEST(CudaKernels, BlocksRouteKeepsTheReferenceMasksInFloat) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(50);
+  const int64_t B = 2, N = 2, T = 50, d = 16, radius = 4, width = 2 * radius + 1;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({B, N, T, d});
+  in.k = torch::randn({B, N, T, d});
+  in.v = torch::randn({B, N, T, d});
+  in.query_band = torch::randn({B, N, T, width});
+  in.key_band = torch::randn({B, N, T, width});
+  in.key_mask = ragged_mask(B, T);
+  in.radius = radius;
+  in.scale = 0.25;
+  in.dropout = {0.3, 77, 0};
+  kernels::AttentionInputs on_cuda = in;
+  for (torch::Tensor* t : {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band,
+                           &on_cuda.key_mask}) {
+    *t = t->to(cuda0());
+  }
+  kernels::set_cuda_attention_route(kernels::CudaAttentionRoute::kBlocks);
+  const kernels::AttentionOutputs blocks = kernels::relative_attention_forward(on_cuda);
+  kernels::set_cuda_attention_route(kernels::CudaAttentionRoute::kRegions);
+  EXPECT_FALSE(blocks.rng.defined()) << "the blocks took it";
+  const kernels::AttentionOutputs cpu = kernels::relative_attention_forward(in);
+  EXPECT_TRUE(torch::allclose(blocks.out.cpu(), cpu.out, 1e-4, 1e-4))
+      << (blocks.out.cpu() - cpu.out).abs().max().item<double>();
+  EXPECT_TRUE(kernels::relative_attention_forward(on_cuda).rng.defined()) << "the regions are the default";
+}
+
 // Philox dropout: the CUDA kernel drops the same elements as the CPU kernel and scales them alike, in every
 // dtype (half and bfloat16 computed in float on both), for a size that ends inside a counter block.
 TEST(CudaKernels, PhiloxDropoutMatchesTheCpuBitwise) {

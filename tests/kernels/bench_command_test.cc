@@ -80,6 +80,13 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --kernels turbo");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("--kernels: expected fused or reference, got 'turbo'"), std::string::npos) << result.err;
+  result = testing::run_command(testing::cabert_binary() + " --cuda-attention flash bench --op lightconv --seq 4");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--cuda-attention: expected regions or blocks, got 'flash'"), std::string::npos)
+      << result.err;
+  result = testing::run_command(testing::cabert_binary() + " --cuda-attention blocks bench --op composite-attention "
+                                "--seq 4 --repeats 1 --warmup 0");
+  EXPECT_EQ(result.exit_code, 0) << result.err;
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --channels 10 --heads 4");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_NE(result.err.find("expected --channels divisible by --heads, got 10 and 4"), std::string::npos)
