@@ -66,16 +66,21 @@ class SeededGenerator {
 // The efficient kernel's log-sum-exp rows are padded to a multiple of 32; its backward reads them so.
 constexpr int64_t kLogsumexpAlignment = 32;
 
+// The values' width the kernel gets: a multiple of 8 (its aligned kernels, and PyTorch's own dispatch, want
+// one), zero columns added.
+int64_t value_width(const at::Tensor& v) { return (v.size(3) + 7) / 8 * 8; }
+
 RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
   std::optional<SeededGenerator> seeded;
   if (draw.p > 0) seeded.emplace(q.device(), draw.seed);
   auto [out, logsumexp, philox_seed, philox_offset] = at::_scaled_dot_product_efficient_attention(
-      q, k, v, /*attn_bias=*/std::nullopt, /*compute_log_sumexp=*/true, draw.p, /*is_causal=*/true, /*scale=*/1.0);
+      q, k, padded_to(v, value_width(v)), /*attn_bias=*/std::nullopt, /*compute_log_sumexp=*/true, draw.p,
+      /*is_causal=*/true, /*scale=*/1.0);
   at::Tensor rng;
   if (draw.p > 0) {
     rng = at::stack({philox_seed.to(at::kCPU, at::kLong).reshape({}), philox_offset.to(at::kCPU, at::kLong).reshape({})});
   }
-  return {out, logsumexp.narrow(2, 0, q.size(2)), rng};
+  return {out.narrow(3, 0, v.size(3)), logsumexp.narrow(2, 0, q.size(2)), rng};
 }
 
 RegionGrads cuda_backward(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
@@ -83,11 +88,13 @@ RegionGrads cuda_backward(const at::Tensor& grad_out, const at::Tensor& q, const
                           const at::Tensor& rng) {
   const int64_t B = q.size(0), N = q.size(1), M = q.size(2);
   // The kernel reads the log-sum-exp in rows padded to 32 (+inf past M, as its forward writes them) and the
-  // output with the row stride of its forward's [B, M, N, dv] storage.
+  // output with the row stride of its forward's [B, M, N, width] storage (the padded values' width).
   const int64_t padded = (M + kLogsumexpAlignment - 1) / kLogsumexpAlignment * kLogsumexpAlignment;
   at::Tensor lse = at::full({B, N, padded}, std::numeric_limits<float>::infinity(), q.options().dtype(at::kFloat));
   lse.narrow(2, 0, M).copy_(logsumexp);
-  const at::Tensor out_rows = at::empty({B, M, N, out.size(3)}, out.options()).transpose(1, 2).copy_(out);
+  const int64_t width = value_width(v);
+  const at::Tensor out_rows = at::zeros({B, M, N, width}, out.options()).transpose(1, 2);
+  out_rows.narrow(3, 0, out.size(3)).copy_(out);
   // Unread without dropout; with it the forward's CPU scalars.
   at::Tensor philox_seed = at::zeros({}, at::kLong), philox_offset = at::zeros({}, at::kLong);
   if (draw.p > 0) {
@@ -95,9 +102,9 @@ RegionGrads cuda_backward(const at::Tensor& grad_out, const at::Tensor& q, const
     philox_offset = rng[1].clone();
   }
   auto [gq, gk, gv, gbias] = at::_scaled_dot_product_efficient_attention_backward(
-      grad_out, q, k, v, /*attn_bias=*/at::Tensor(), out_rows, lse, philox_seed, philox_offset, draw.p,
-      {true, true, true, false}, /*is_causal=*/true, /*scale=*/1.0);
-  return {gq, gk, gv};
+      padded_to(grad_out, width), q, k, padded_to(v, width), /*attn_bias=*/at::Tensor(), out_rows, lse, philox_seed,
+      philox_offset, draw.p, {true, true, true, false}, /*is_causal=*/true, /*scale=*/1.0);
+  return {gq, gk, gv.narrow(3, 0, v.size(3))};
 }
 
 }  // namespace
