@@ -21,9 +21,9 @@ struct Problem {
   int64_t width = 0;      // 2n + 1
   int64_t augmented = 0;  // the regions' q and k width: d + 2 rounded up to 8 (the fused kernels' alignment)
   double scale = 1;
-  at::Tensor q, k, v;                // [B, N, T, d]
-  at::Tensor query_band, key_band;   // [B, N, T, 2n+1] or undefined
-  at::Tensor real;                   // [B, T] bool or undefined
+  at::Tensor q, k, v;               // [B, N, T, d]
+  at::Tensor query_band, key_band;  // [B, N, T, 2n+1] or undefined
+  at::Tensor real;                  // [B, T] bool or undefined
   DropoutDraw dropout;
   int64_t region_length() const { return std::max<int64_t>(0, length - radius - 1); }  // M = T - n - 1
 };
@@ -87,7 +87,8 @@ RegionOperands region_operands(const Problem& p, const Region& r) {
   at::Tensor scaled_queries = q.narrow(3, 0, d);
   at::mul_out(scaled_queries, p.q.narrow(2, r.query_begin, M), p.scale);
   q.select(3, d).fill_(1);
-  if (p.query_band.defined()) q.select(3, d + 1).copy_(p.query_band.narrow(2, r.query_begin, M).select(3, r.query_edge));
+  if (p.query_band.defined())
+    q.select(3, d + 1).copy_(p.query_band.narrow(2, r.query_begin, M).select(3, r.query_edge));
   at::Tensor k = at::zeros({p.batch, p.heads, M, p.augmented}, options);
   k.narrow(3, 0, d).copy_(p.k.narrow(2, r.key_begin, M));
   at::Tensor key_column = k.select(3, d);  // [B, N, M]
@@ -102,6 +103,26 @@ RegionOperands region_operands(const Problem& p, const Region& r) {
   return o;
 }
 
+// Both regions in one call of the kernel: their operands stacked along the batch, the left region's rows
+// [0, B), the right one's [B, 2B) (reversed).
+RegionOperands stacked_operands(const Problem& p) {
+  const RegionOperands left = region_operands(p, region_of(p, Side::kLeft));
+  const RegionOperands right = region_operands(p, region_of(p, Side::kRight));
+  return {at::cat({left.q, right.q}), at::cat({left.k, right.k}), at::cat({left.v, right.v})};
+}
+
+// A [B, N, T, c] tensor's query rows of both regions, stacked as their operands.
+at::Tensor stacked_rows(const Problem& p, const at::Tensor& x) {
+  const Region left = region_of(p, Side::kLeft), right = region_of(p, Side::kRight);
+  return at::cat({x.narrow(2, left.query_begin, left.length),
+                  reversed_if(x.narrow(2, right.query_begin, right.length), right.reversed)});
+}
+
+// One side's part of a stacked [2B, ...] result, in the side's own order.
+at::Tensor side_part(const Problem& p, const at::Tensor& stacked, Side side) {
+  return reversed_if(stacked.narrow(0, side == Side::kLeft ? 0 : p.batch, p.batch), side == Side::kRight);
+}
+
 // ---- the strip ----
 
 // Blocks of R query rows against windows of R + 2n keys (the block's rows shifted by -n .. n): row rho of a
@@ -109,9 +130,9 @@ RegionOperands region_operands(const Problem& p, const Region& r) {
 // rows fall inside the next block's first R rows (fold_windows).
 struct StripBlocks {
   int64_t rows = 0, blocks = 0, window = 0;
-  int64_t padded_length() const { return rows * blocks; }  // Tp >= T
+  int64_t padded_length() const { return rows * blocks; }      // Tp >= T
   int64_t keys_length() const { return rows * (blocks + 1); }  // the padded keys: n zeros, T keys, zeros
-  at::Tensor columns;  // [R, 2n+1]: rho + r
+  at::Tensor columns;                                          // [R, 2n+1]: rho + r
 };
 
 StripBlocks strip_blocks(const Problem& p) {
@@ -142,8 +163,10 @@ at::Tensor fold_windows(const at::Tensor& windows, const StripBlocks& s, int64_t
   at::Tensor keys = at::zeros({B, N, s.keys_length(), c}, windows.options());
   keys.narrow(2, 0, s.padded_length()).view({B, N, s.blocks, R, c}).add_(windows.narrow(3, 0, R));
   if (n > 0) {  // the last 2n rows of window b are the first 2n of block b + 1
-    keys.narrow(2, R, s.padded_length()).view({B, N, s.blocks, R, c}).narrow(3, 0, 2 * n).add_(
-        windows.narrow(3, R, 2 * n));
+    keys.narrow(2, R, s.padded_length())
+        .view({B, N, s.blocks, R, c})
+        .narrow(3, 0, 2 * n)
+        .add_(windows.narrow(3, R, 2 * n));
   }
   return keys.narrow(2, n, length);
 }
@@ -165,8 +188,7 @@ at::Tensor blocks_of(const at::Tensor& strip, const StripBlocks& s) {
 // band padded by n rows in front: entry (i, r) sits at padded row i + r, column 2n - r, that is at
 // i (2n+1) + r 2n + 2n. The map is one to one, so the view also scatters the strip's gradients back.
 at::Tensor key_band_strip(const at::Tensor& padded_key_band, const StripBlocks& s, int64_t n) {
-  const int64_t B = padded_key_band.size(0), N = padded_key_band.size(1), rows = padded_key_band.size(2),
-                W = 2 * n + 1;
+  const int64_t B = padded_key_band.size(0), N = padded_key_band.size(1), rows = padded_key_band.size(2), W = 2 * n + 1;
   return padded_key_band.as_strided({B, N, s.padded_length(), W}, {N * rows * W, rows * W, W, W - 1},
                                     padded_key_band.storage_offset() + 2 * n);
 }
@@ -226,9 +248,9 @@ DropoutDraw part_draw(const DropoutDraw& draw, int part) {
 int64_t strip_block_rows(int64_t radius) { return std::max<int64_t>(32, (2 * radius + 7) / 8 * 8); }
 
 bool takes(const AttentionInputs& in) {
-  const bool dtype_ok = in.q.is_cuda() ? in.q.scalar_type() == at::kFloat
-                                       : (in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble) &&
-                                             in.dropout.p == 0;
+  const bool dtype_ok =
+      in.q.is_cuda() ? in.q.scalar_type() == at::kFloat
+                     : (in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble) && in.dropout.p == 0;
   if (!dtype_ok) return false;
   return !in.key_mask.defined() || in.key_mask.any(1).all().item<bool>();
 }
@@ -241,32 +263,28 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, const Reg
   const at::Tensor queries = query_blocks(p.q, s), keys = key_windows(p.k, s, n), values = key_windows(p.v, s, n);
   at::Tensor scores = strip_scores(p, s, queries, keys);
   at::Tensor lse = at::logsumexp(scores, -1).narrow(2, 0, T).contiguous();  // the strip's; -inf without keys
-  RegionForward parts[2];
-  at::Tensor rng = at::zeros({2, 2}, at::kLong);
+  RegionForward regions;
+  at::Tensor rng = at::zeros({2}, at::kLong);
   if (M > 0) {
+    const RegionOperands o = stacked_operands(p);
+    regions = kernel.forward(o.q, o.k, o.v, part_draw(p.dropout, 1));
+    regions.logsumexp = regions.logsumexp.to(p.q.scalar_type());
+    if (regions.rng.defined()) rng.copy_(regions.rng);
     for (const Side side : {Side::kLeft, Side::kRight}) {
-      const Region r = region_of(p, side);
-      const RegionOperands o = region_operands(p, r);
-      RegionForward& part = parts[static_cast<int>(side)];
-      part = kernel.forward(o.q, o.k, o.v, part_draw(p.dropout, static_cast<int>(side) + 1));
-      part.out = reversed_if(part.out, r.reversed);
-      part.logsumexp = reversed_if(part.logsumexp.to(p.q.scalar_type()), r.reversed);
-      if (part.rng.defined()) rng[static_cast<int>(side)].copy_(part.rng);
-      at::Tensor rows = lse.narrow(2, r.query_begin, M);
-      rows.copy_(at::logaddexp(rows, part.logsumexp));
+      at::Tensor rows = lse.narrow(2, region_of(p, side).query_begin, M);
+      rows.copy_(at::logaddexp(rows, side_part(p, regions.logsumexp, side)));
     }
   }
-  const at::Tensor probabilities = strip_dropout(strip_probabilities(scores, lse, s), part_draw(p.dropout, 3));
+  const at::Tensor probabilities = strip_dropout(strip_probabilities(scores, lse, s), part_draw(p.dropout, 2));
   at::Tensor out = at::matmul(blocks_of(probabilities, s), values)
                        .view({p.batch, p.heads, s.padded_length(), p.head_size})
                        .narrow(2, 0, T)
                        .contiguous();
   if (M > 0) {
     for (const Side side : {Side::kLeft, Side::kRight}) {
-      const Region r = region_of(p, side);
-      const RegionForward& part = parts[static_cast<int>(side)];
-      const at::Tensor weight = (part.logsumexp - lse.narrow(2, r.query_begin, M)).exp_().unsqueeze(-1);
-      out.narrow(2, r.query_begin, M).addcmul_(weight, part.out);
+      const int64_t begin = region_of(p, side).query_begin;
+      const at::Tensor weight = (side_part(p, regions.logsumexp, side) - lse.narrow(2, begin, M)).exp_().unsqueeze(-1);
+      out.narrow(2, begin, M).addcmul_(weight, side_part(p, regions.out, side));
     }
   }
   AttentionOutputs result;
@@ -289,17 +307,15 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (p.query_band.defined()) query_band_grad = at::zeros({B, N, T, p.width}, p.q.options());
   if (p.key_band.defined()) key_band_grad = at::zeros({B, N, T, p.width}, p.q.options());
   if (M > 0) {
+    const RegionOperands o = stacked_operands(p);
+    const RegionGrads g = kernel.backward(stacked_rows(p, grad_out), o.q, o.k, o.v, stacked_rows(p, out),
+                                          stacked_rows(p, lse), part_draw(p.dropout, 1), forward.rng);
     for (const Side side : {Side::kLeft, Side::kRight}) {
       const Region r = region_of(p, side);
-      const RegionOperands o = region_operands(p, r);
-      const auto rows = [&](const at::Tensor& x) { return reversed_if(x.narrow(2, r.query_begin, M), r.reversed); };
-      RegionGrads g = kernel.backward(rows(grad_out).contiguous(), o.q, o.k, o.v, rows(out).contiguous(),
-                                      rows(lse).contiguous(), part_draw(p.dropout, static_cast<int>(side) + 1),
-                                      forward.rng.defined() ? forward.rng[static_cast<int>(side)] : at::Tensor());
-      const at::Tensor gq = reversed_if(g.q, r.reversed), gk = reversed_if(g.k, r.reversed);
+      const at::Tensor gq = side_part(p, g.q, side), gk = side_part(p, g.k, side);
       dq.narrow(2, r.query_begin, M).add_(gq.narrow(3, 0, d), p.scale);
       dk.narrow(2, r.key_begin, M).add_(gk.narrow(3, 0, d));
-      dv.narrow(2, r.key_begin, M).add_(reversed_if(g.v, r.reversed));
+      dv.narrow(2, r.key_begin, M).add_(side_part(p, g.v, side));
       if (query_band_grad.defined()) {
         query_band_grad.narrow(2, r.query_begin, M).select(3, r.query_edge).add_(gq.select(3, d + 1));
       }
@@ -311,7 +327,7 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   const StripBlocks s = strip_blocks(p);
   const at::Tensor queries = query_blocks(p.q, s), keys = key_windows(p.k, s, n), values = key_windows(p.v, s, n);
   const at::Tensor probabilities = strip_probabilities(strip_scores(p, s, queries, keys), lse, s);
-  const DropoutDraw strip_draw = part_draw(p.dropout, 3);
+  const DropoutDraw strip_draw = part_draw(p.dropout, 2);
   const at::Tensor grad_blocks = query_blocks(grad_out, s);
   const at::Tensor grad_probabilities =
       strip_dropout(strip_of(at::matmul(grad_blocks, values.transpose(-1, -2)), s, p.width), strip_draw);

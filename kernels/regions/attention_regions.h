@@ -17,10 +17,11 @@
 // region's part of the gradients (P = exp(s - lse), dS = P (dP - rowsum(dO out))). The augmented columns'
 // gradients are the band edges' gradients.
 //
-// Dropout: each region's kernel draws its own mask (on CUDA PyTorch's Philox, its generator seeded from the
-// call's seed for the call, so a run repeats and resumes exactly), the strip draws kernels/philox.h's mask on
-// its [B, N, T, 2n+1] band. The masks are not the reference's [B, N, T, T] scheme (kernels/dropout_kernels.h):
-// `--kernels fused` and `reference` drop different probabilities on this path (as on SDPA's).
+// Both regions go to the kernel in one call, stacked along the batch. Dropout: the kernel draws its own mask
+// for them (on CUDA PyTorch's Philox, its generator seeded from the call's seed for the call, so a run repeats
+// and resumes exactly), the strip draws kernels/philox.h's mask on its [B, N, T, 2n+1] band. The masks are not
+// the reference's [B, N, T, T] scheme (kernels/dropout_kernels.h): `--kernels fused` and `reference` drop
+// different probabilities on this path (as on SDPA's).
 //
 // Memory: the fused kernel's (linear in T) plus the strip's blocks and a few [B, N, T, d + 8] operands.
 // A batch row whose keys are all masked (it attends to all of them alike) is not taken: takes() says.
@@ -58,9 +59,10 @@ RegionKernel pytorch_region_kernel(const at::Tensor& q);
 // double on the CPU without dropout) and no batch row without a real key.
 bool takes(const AttentionInputs& in);
 
-// The draws of a call's three parts (the tests rebuild its mask from them): part 1 the left region, 2 the
-// right one (each handed to the region kernel), 3 the strip, drawn by kernels/dropout_kernels.h over
-// [B, N, Tp, 2n+1] row-major, entry (i, r) for key j = i + r - n, Tp = T rounded up to strip_block_rows(n).
+// The draws of a call's parts (the tests rebuild its mask from them): part 1 the regions, both in one call of
+// the region kernel, stacked along the batch ([2B, N, M, .]: the left region's rows, then the right one's with
+// both axes reversed); part 2 the strip, drawn by kernels/dropout_kernels.h over [B, N, Tp, 2n+1] row-major,
+// entry (i, r) for key j = i + r - n, Tp = T rounded up to strip_block_rows(n).
 DropoutDraw part_draw(const DropoutDraw& draw, int part);
 int64_t strip_block_rows(int64_t radius);
 

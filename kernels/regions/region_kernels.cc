@@ -45,8 +45,7 @@ RegionGrads cpu_backward(const at::Tensor& grad_out, const at::Tensor& q, const 
 // draws is left as it was.
 class SeededGenerator {
  public:
-  SeededGenerator(const at::Device& device, uint64_t seed)
-      : generator_(at::globalContext().defaultGenerator(device)) {
+  SeededGenerator(const at::Device& device, uint64_t seed) : generator_(at::globalContext().defaultGenerator(device)) {
     std::lock_guard<std::mutex> lock(generator_.mutex());
     saved_ = generator_.get_state();
     generator_.set_current_seed(seed);
@@ -78,7 +77,8 @@ RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::T
       /*is_causal=*/true, /*scale=*/1.0);
   at::Tensor rng;
   if (draw.p > 0) {
-    rng = at::stack({philox_seed.to(at::kCPU, at::kLong).reshape({}), philox_offset.to(at::kCPU, at::kLong).reshape({})});
+    rng =
+        at::stack({philox_seed.to(at::kCPU, at::kLong).reshape({}), philox_offset.to(at::kCPU, at::kLong).reshape({})});
   }
   return {out.narrow(3, 0, v.size(3)), logsumexp.narrow(2, 0, q.size(2)), rng};
 }

@@ -106,20 +106,19 @@ at::Tensor whole_mask(const kernels::AttentionInputs& in) {
   at::Tensor z = torch::zeros({B, N, T, T}, f64());
   auto zs = z.accessor<double, 4>();
   if (M > 0) {
-    const at::Tensor left = kernels::dropout_keep({B, N, M, M}, kernels::regions::part_draw(in.dropout, 1));
-    const at::Tensor right = kernels::dropout_keep({B, N, M, M}, kernels::regions::part_draw(in.dropout, 2));
-    auto ls = left.accessor<bool, 4>();
-    auto rs = right.accessor<bool, 4>();
+    // One call for both regions: the left one's rows [0, B), the right one's [B, 2B), both axes reversed.
+    const at::Tensor keep = kernels::dropout_keep({2 * B, N, M, M}, kernels::regions::part_draw(in.dropout, 1));
+    auto ks = keep.accessor<bool, 4>();
     for (int64_t b = 0; b < B; ++b)
       for (int64_t h = 0; h < N; ++h)
         for (int64_t a = 0; a < M; ++a)
           for (int64_t c = 0; c <= a; ++c) {
-            zs[b][h][a + n + 1][c] = ls[b][h][a][c] / (1 - p);                  // query a + n + 1, key c
-            zs[b][h][M - 1 - a][n + 1 + M - 1 - c] = rs[b][h][a][c] / (1 - p);  // both axes reversed
+            zs[b][h][a + n + 1][c] = ks[b][h][a][c] / (1 - p);                      // query a + n + 1, key c
+            zs[b][h][M - 1 - a][n + 1 + M - 1 - c] = ks[B + b][h][a][c] / (1 - p);  // both axes reversed
           }
   }
   const int64_t rows = kernels::regions::strip_block_rows(n), Tp = (T + rows - 1) / rows * rows;
-  const at::Tensor strip = kernels::dropout_keep({B, N, Tp, 2 * n + 1}, kernels::regions::part_draw(in.dropout, 3));
+  const at::Tensor strip = kernels::dropout_keep({B, N, Tp, 2 * n + 1}, kernels::regions::part_draw(in.dropout, 2));
   auto ss = strip.accessor<bool, 4>();
   for (int64_t b = 0; b < B; ++b)
     for (int64_t h = 0; h < N; ++h)
