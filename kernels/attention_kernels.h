@@ -24,6 +24,7 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "kernels/dropout_kernels.h"
@@ -38,6 +39,10 @@ struct AttentionInputs {
   int64_t radius = 0;     // n
   double scale = 1;
   DropoutDraw dropout;
+  // Under autocast (--amp): its dtype (bfloat16), in which kernels/regions hands PyTorch's fused kernel the
+  // regions' operands (tensor cores, as SDPA under autocast), the rest in the inputs' float32. Unset: the
+  // inputs' dtype throughout. The other routes ignore it.
+  std::optional<at::ScalarType> fused_kernel_dtype;
 };
 
 struct AttentionOutputs {

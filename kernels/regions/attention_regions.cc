@@ -25,6 +25,7 @@ struct Problem {
   at::Tensor query_band, key_band;  // [B, N, T, 2n+1] or undefined
   at::Tensor real;                  // [B, T] bool or undefined
   DropoutDraw dropout;
+  at::ScalarType kernel_dtype = at::kFloat;  // the fused kernel's operands
   int64_t region_length() const { return std::max<int64_t>(0, length - radius - 1); }  // M = T - n - 1
 };
 
@@ -45,6 +46,7 @@ Problem problem_of(const AttentionInputs& in) {
   p.key_band = in.key_band;
   p.real = in.key_mask;
   p.dropout = in.dropout;
+  p.kernel_dtype = in.fused_kernel_dtype.value_or(in.q.scalar_type());
   return p;
 }
 
@@ -105,17 +107,20 @@ RegionOperands region_operands(const Problem& p, const Region& r) {
 
 // Both regions in one call of the kernel: their operands stacked along the batch, the left region's rows
 // [0, B), the right one's [B, 2B) (reversed).
+// In the kernel's dtype.
 RegionOperands stacked_operands(const Problem& p) {
   const RegionOperands left = region_operands(p, region_of(p, Side::kLeft));
   const RegionOperands right = region_operands(p, region_of(p, Side::kRight));
-  return {at::cat({left.q, right.q}), at::cat({left.k, right.k}), at::cat({left.v, right.v})};
+  const auto stacked = [&](const at::Tensor& a, const at::Tensor& b) { return at::cat({a, b}).to(p.kernel_dtype); };
+  return {stacked(left.q, right.q), stacked(left.k, right.k), stacked(left.v, right.v)};
 }
 
-// A [B, N, T, c] tensor's query rows of both regions, stacked as their operands.
-at::Tensor stacked_rows(const Problem& p, const at::Tensor& x) {
+// A [B, N, T, c] tensor's query rows of both regions, stacked as their operands (in `dtype`).
+at::Tensor stacked_rows(const Problem& p, const at::Tensor& x, at::ScalarType dtype) {
   const Region left = region_of(p, Side::kLeft), right = region_of(p, Side::kRight);
   return at::cat({x.narrow(2, left.query_begin, left.length),
-                  reversed_if(x.narrow(2, right.query_begin, right.length), right.reversed)});
+                  reversed_if(x.narrow(2, right.query_begin, right.length), right.reversed)})
+      .to(dtype);
 }
 
 // One side's part of a stacked [2B, ...] result, in the side's own order.
@@ -268,6 +273,7 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, const Reg
   if (M > 0) {
     const RegionOperands o = stacked_operands(p);
     regions = kernel.forward(o.q, o.k, o.v, part_draw(p.dropout, 1));
+    regions.out = regions.out.to(p.q.scalar_type());
     regions.logsumexp = regions.logsumexp.to(p.q.scalar_type());
     if (regions.rng.defined()) rng.copy_(regions.rng);
     for (const Side side : {Side::kLeft, Side::kRight}) {
@@ -308,8 +314,9 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (p.key_band.defined()) key_band_grad = at::zeros({B, N, T, p.width}, p.q.options());
   if (M > 0) {
     const RegionOperands o = stacked_operands(p);
-    const RegionGrads g = kernel.backward(stacked_rows(p, grad_out), o.q, o.k, o.v, stacked_rows(p, out),
-                                          stacked_rows(p, lse), part_draw(p.dropout, 1), forward.rng);
+    const RegionGrads g = kernel.backward(stacked_rows(p, grad_out, p.kernel_dtype), o.q, o.k, o.v,
+                                          stacked_rows(p, out, p.kernel_dtype), stacked_rows(p, lse, lse.scalar_type()),
+                                          part_draw(p.dropout, 1), forward.rng);
     for (const Side side : {Side::kLeft, Side::kRight}) {
       const Region r = region_of(p, side);
       const at::Tensor gq = side_part(p, g.q, side), gk = side_part(p, g.k, side);

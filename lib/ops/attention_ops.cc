@@ -20,7 +20,8 @@ struct Bands {
 
 kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                           const Bands& bands, const torch::Tensor& mask, int64_t radius,
-                                          double scale, const kernels::DropoutDraw& dropout) {
+                                          double scale, const kernels::DropoutDraw& dropout,
+                                          std::optional<at::ScalarType> fused_kernel_dtype = std::nullopt) {
   kernels::AttentionInputs in;
   in.q = q;
   in.k = k;
@@ -31,6 +32,7 @@ kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::T
   in.radius = radius;
   in.scale = scale;
   in.dropout = dropout;
+  in.fused_kernel_dtype = fused_kernel_dtype;
   return in;
 }
 
@@ -79,6 +81,12 @@ torch::Tensor band_backward(const torch::Tensor& band_grad, const torch::Tensor&
   return torch::mm(g.t(), token_head_rows(x)).mul_(scale);
 }
 
+// A dtype through the autograd Function's int64 arguments: -1 none.
+int64_t dtype_code(std::optional<at::ScalarType> dtype) { return dtype ? static_cast<int64_t>(*dtype) : -1; }
+std::optional<at::ScalarType> dtype_of(int64_t code) {
+  return code < 0 ? std::nullopt : std::optional(static_cast<at::ScalarType>(code));
+}
+
 // The fused kernel (CPU or CUDA) with its own backward. It takes the relative weights themselves: the bands
 // are computed here from q and k without autograd, and the backward maps the kernel's band gradients to q, k
 // and the weights with one product each (in place where it can), rather than through autograd (a copy of q,
@@ -89,7 +97,7 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
                                const torch::Tensor& v, const std::optional<torch::Tensor>& query_weight,
                                const std::optional<torch::Tensor>& beta, const std::optional<torch::Tensor>& key_weight,
                                const std::optional<torch::Tensor>& mask, int64_t radius, double scale,
-                               double dropout_p, int64_t seed) {
+                               double dropout_p, int64_t seed, int64_t fused_kernel_dtype) {
     kernels::DropoutDraw dropout;
     dropout.p = dropout_p;
     dropout.seed = static_cast<uint64_t>(seed);
@@ -98,13 +106,14 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     const Bands bands = relative_bands(q, k, RelativePositionTerms{wq, b, wk, radius}, scale, band_over_storage);
     const torch::Tensor key_mask = mask.value_or(torch::Tensor());
     kernels::AttentionOutputs result = kernels::relative_attention_forward(
-        attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout));
+        attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout, dtype_of(fused_kernel_dtype)));
     ctx->save_for_backward(
         {q, k, v, bands.query, bands.key, key_mask, result.out, result.logsumexp, wq, b, wk, result.rng});
     ctx->saved_data["radius"] = radius;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
     ctx->saved_data["seed"] = seed;
+    ctx->saved_data["fused_kernel_dtype"] = fused_kernel_dtype;
     return result.out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -115,7 +124,8 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     dropout.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
     const double scale = ctx->saved_data["scale"].toDouble();
     const kernels::AttentionInputs in = attention_inputs(q, k, saved[2], Bands{saved[3], saved[4]}, saved[5],
-                                                         ctx->saved_data["radius"].toInt(), scale, dropout);
+                                                         ctx->saved_data["radius"].toInt(), scale, dropout,
+                                                         dtype_of(ctx->saved_data["fused_kernel_dtype"].toInt()));
     kernels::AttentionGrads grads =
         kernels::relative_attention_backward(grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7], saved[11]});
     FloatRegion region;  // a backward run under autocast keeps these products in float32, as the forward's
@@ -123,15 +133,16 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     if (wq.defined()) grad_wq = band_backward(grads.query_band, q, wq, scale, grads.q);
     if (b.defined()) grad_b = grads.query_band.sum(at::IntArrayRef{0, 2});
     if (wk.defined()) grad_wk = band_backward(grads.key_band, k, wk, scale, grads.k);
-    return {grads.q,         grads.k,         grads.v,         grad_wq,         grad_b,         grad_wk,
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    return {grads.q,         grads.k,         grads.v,         grad_wq,         grad_b,          grad_wk,
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
   }
 };
 
 // composite_attention with its dropout seed drawn.
 torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
-                                  const kernels::DropoutDraw& dropout, torch::Tensor* probabilities) {
+                                  const kernels::DropoutDraw& dropout, torch::Tensor* probabilities,
+                                  std::optional<at::ScalarType> fused_kernel_dtype = std::nullopt) {
   const int64_t B = q.size(0), T = q.size(2);
   const bool fused = kernel_path() == KernelPath::kFused && probabilities == nullptr;
   // PyTorch's CPU flash kernel takes no dropout: with dropout SDPA falls back to its math path (T x T scores,
@@ -145,16 +156,20 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
   // tensor in a build without them takes SDPA with the relative terms as a bias (quadratic).
   const bool own_kernel = q.is_cpu() || (q.is_cuda() && kernels::built_with_cuda());
   if (fused && own_kernel && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
+    // Float32 inside; CUDA's regions still hand PyTorch's fused kernel autocast's dtype.
+    const std::optional<at::ScalarType> reduced =
+        reduced_precision({q, k, v, relative.query_weight, relative.beta, relative.key_weight});
     FloatRegion region;
     RelativePositionTerms relative32{to_float32(relative.query_weight), to_float32(relative.beta),
                                      to_float32(relative.key_weight), relative.radius};
-    return attention_with_draw(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout, nullptr);
+    return attention_with_draw(to_float32(q), to_float32(k), to_float32(v), relative32, mask, scale, dropout, nullptr,
+                               reduced);
   }
   if (fused && own_kernel) {
     return RelativeAttentionFunction::apply(q, k, v, optional_tensor(relative.query_weight),
                                             optional_tensor(relative.beta), optional_tensor(relative.key_weight),
                                             optional_tensor(mask), relative.radius, scale, dropout.p,
-                                            static_cast<int64_t>(dropout.seed));
+                                            static_cast<int64_t>(dropout.seed), dtype_code(fused_kernel_dtype));
   }
   // The reference, and the SDPA fallback: bands through autograd.
   const Bands bands = relative_bands(q, k, relative, scale, band_by_matmul);

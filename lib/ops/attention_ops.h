@@ -23,7 +23,8 @@
 // one product over q's and k's storage, and the backward maps the band gradients to q, k and the weights
 // itself (in place into the kernel's gradients); elsewhere the bands and their gradients go through autograd.
 // Under autocast (--amp) the relative path runs in float32, like the convolution ops
-// (lib/ops/mixed_precision.h); the plain path runs SDPA under autocast.
+// (lib/ops/mixed_precision.h), except for the regions' PyTorch kernel on CUDA, which takes autocast's bfloat16
+// as SDPA does; the plain path runs SDPA under autocast.
 #pragma once
 
 #include <torch/torch.h>

@@ -37,6 +37,16 @@ bool needs_float_region(std::initializer_list<torch::Tensor> tensors) {
   return at::autocast::is_autocast_enabled(first.device().type());
 }
 
+std::optional<at::ScalarType> reduced_precision(std::initializer_list<torch::Tensor> tensors) {
+  for (const auto& t : tensors) {
+    if (low_precision(t)) return t.scalar_type();
+  }
+  const torch::Tensor& first = *tensors.begin();
+  if (!first.defined() || (!first.device().is_cpu() && !first.device().is_cuda())) return std::nullopt;
+  if (!at::autocast::is_autocast_enabled(first.device().type())) return std::nullopt;
+  return at::autocast::get_autocast_dtype(first.device().type());
+}
+
 FloatRegion::FloatRegion() : no_autocast_(c10::autocast_dispatch_keyset) { ++float_region_depth; }
 FloatRegion::~FloatRegion() { --float_region_depth; }
 

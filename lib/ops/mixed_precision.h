@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include <initializer_list>
+#include <optional>
 
 namespace cabert::ops {
 
@@ -30,6 +31,11 @@ class AutocastScope {
 // Whether an op given these tensors must run through FloatRegion: one of them is bfloat16 or float16, or
 // autocast is on for the first one's device (and the caller is not already inside a FloatRegion).
 bool needs_float_region(std::initializer_list<torch::Tensor> tensors);
+
+// The reduced precision these tensors ask for: the first bfloat16 / float16 one's dtype, else autocast's dtype
+// when it is on for the first one's device, else none. (An op that runs in float32 may still hand a
+// tensor-core kernel inside it that dtype, as the composite attention's regions do on CUDA.)
+std::optional<at::ScalarType> reduced_precision(std::initializer_list<torch::Tensor> tensors);
 
 // Autocast off (its dispatch keys excluded) while alive; see needs_float_region.
 class FloatRegion {

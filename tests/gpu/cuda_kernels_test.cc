@@ -445,6 +445,37 @@ TEST(CudaKernels, Bf16AutocastStaysNearTheFloatResult) {
   }
 }
 
+// Composite attention under autocast: float32 inside, but the regions' PyTorch kernel takes bfloat16 operands
+// (tensor cores): within bfloat16's tolerance of the float result, and not equal to it.
+TEST(CudaKernels, Bf16AutocastCompositeAttentionStaysNearTheFloatResult) {
+  CABERT_REQUIRE_CUDA();
+  torch::manual_seed(51);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+  const int64_t B = 2, N = 4, T = 300, d = 32, radius = 8, width = 2 * radius + 1;
+  const torch::Tensor mask = ragged_mask(B, T).to(cuda0());
+  auto op = [&](const std::vector<torch::Tensor>& in) {
+    return ops::composite_attention(in[0], in[1], in[2], {in[3], in[4], in[5], radius}, mask, 0.2, 0.0);
+  };
+  const std::vector<torch::Tensor> inputs = {
+      torch::randn({B, N, T, d}, options),     torch::randn({B, N, T, d}, options),
+      torch::randn({B, N, T, d}, options),     torch::randn({width, d}, options) * 0.3,
+      torch::randn({N, width}, options) * 0.3, torch::randn({width, d}, options) * 0.3};
+  const torch::Tensor probe = torch::randn({B, N, T, d}, options);
+  const OpRun exact = run_on_path(KernelPath::kFused, op, inputs, probe);
+  OpRun mixed;
+  {
+    const ops::AutocastScope autocast(true, cuda0());
+    mixed = run_on_path(KernelPath::kFused, op, inputs, probe);
+  }
+  const double out_error = (mixed.out.to(torch::kFloat) - exact.out).abs().max().item<double>();
+  EXPECT_LT(out_error, 0.03 * exact.out.abs().max().item<double>());
+  EXPECT_GT(out_error, 0.0) << "bfloat16 operands give other roundings";
+  for (size_t i = 0; i < exact.grads.size(); ++i) {
+    const double scale = exact.grads[i].abs().max().item<double>();
+    EXPECT_LT((mixed.grads[i].to(torch::kFloat) - exact.grads[i]).abs().max().item<double>(), 0.03 * scale) << i;
+  }
+}
+
 TEST(CudaKernels, LargeShapes) {
   CABERT_REQUIRE_CUDA();
   torch::manual_seed(48);

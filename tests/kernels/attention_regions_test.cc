@@ -155,6 +155,31 @@ TEST(RegionAttention, DropoutComposesThePartsMasks) {
   }
 }
 
+// Under autocast the regions' kernel takes bfloat16 operands (the rest stays in float32): output and every
+// gradient within bfloat16's tolerance of the float kernel's, and not equal to them (the cast happened).
+TEST(RegionAttention, Bfloat16KernelOperandsStayNearFloat) {
+  torch::manual_seed(85);
+  kernels::AttentionInputs in = testing::attention_inputs({45, 3, true, true, 1, 0});
+  for (at::Tensor* t : {&in.q, &in.k, &in.v, &in.query_band, &in.key_band}) *t = t->to(torch::kFloat);
+  const at::Tensor dout = testing::output_gradient({45, 3, true, true, 1, 0}).to(torch::kFloat);
+  const testing::KernelRun exact = testing::tiled_run(in, dout);
+  in.fused_kernel_dtype = torch::kBFloat16;
+  const kernels::regions::RegionKernel flash = kernels::regions::pytorch_region_kernel(in.q);
+  const kernels::AttentionOutputs mixed = kernels::regions::relative_attention_forward(in, flash);
+  const kernels::AttentionGrads grads = kernels::regions::relative_attention_backward(dout, in, mixed, flash);
+  ASSERT_EQ(mixed.out.scalar_type(), torch::kFloat);
+  const std::pair<at::Tensor, at::Tensor> pairs[] = {{mixed.out, exact.outputs.out},   {grads.q, exact.grads.q},
+                                                     {grads.k, exact.grads.k},         {grads.v, exact.grads.v},
+                                                     {grads.query_band, exact.grads.query_band},
+                                                     {grads.key_band, exact.grads.key_band}};
+  for (size_t i = 0; i < std::size(pairs); ++i) {
+    const double scale = pairs[i].second.abs().max().item<double>();
+    const double error = (pairs[i].first - pairs[i].second).abs().max().item<double>();
+    EXPECT_LT(error, 0.03 * scale) << i;
+    EXPECT_GT(error, 1e-5 * scale) << i << ": the same as float";
+  }
+}
+
 // Nothing T x T: at T = 4096 with 4 heads the scores alone would be 256 MiB in float. The CPU's flash
 // kernel, the strip's blocks and the regions' operands stay within a few tens of MiB.
 TEST(RegionAttention, LongSequencesNeverHoldTheScoreMatrix) {
