@@ -106,8 +106,7 @@ RegionOperands region_operands(const Problem& p, const Region& r) {
 }
 
 // Both regions in one call of the kernel: their operands stacked along the batch, the left region's rows
-// [0, B), the right one's [B, 2B) (reversed).
-// In the kernel's dtype.
+// [0, B), the right one's [B, 2B) (reversed), in the kernel's dtype.
 RegionOperands stacked_operands(const Problem& p) {
   const RegionOperands left = region_operands(p, region_of(p, Side::kLeft));
   const RegionOperands right = region_operands(p, region_of(p, Side::kRight));
@@ -240,7 +239,7 @@ at::Tensor heads_last(const at::Tensor& x) {
 
 }  // namespace
 
-// The seeds of the three parts' masks, apart from one another (SplitMix64's finaliser on seed and part).
+// The seeds of the parts' masks, apart from one another (SplitMix64's finaliser on seed and part).
 DropoutDraw part_draw(const DropoutDraw& draw, int part) {
   uint64_t z = draw.seed + static_cast<uint64_t>(part) * 0x9e3779b97f4a7c15ULL;
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;

@@ -1,5 +1,5 @@
 // Composite attention (the formula and conventions of kernels/attention_kernels.h) on a fused attention kernel
-// that knows no relative positions: PyTorch's own (the memory-efficient tensor-core kernel on CUDA), called on
+// that knows no relative positions: PyTorch's own (the memory-efficient attention kernel on CUDA), called on
 // the two regions where the relative terms are no longer relative.
 //
 // Beyond the radius every band entry is its edge entry, so a row's keys fall in three regions:

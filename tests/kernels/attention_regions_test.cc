@@ -155,6 +155,31 @@ TEST(RegionAttention, DropoutComposesThePartsMasks) {
   }
 }
 
+// In float (CUDA's dtype for this path): a padded batch row whose left region has no real key for its last
+// rows (their region's keys all at -1e30) still matches the tiled kernel to float tolerance, over several strip
+// blocks.
+TEST(RegionAttention, FloatMatchesTheTilesOverManyBlocks) {
+  torch::manual_seed(86);
+  const testing::AttentionCase c{300, 8, true, true, 1, 0};
+  kernels::AttentionInputs in = testing::attention_inputs(c);
+  for (at::Tensor* t : {&in.q, &in.k, &in.v, &in.query_band, &in.key_band}) *t = t->to(torch::kFloat);
+  const at::Tensor dout = testing::output_gradient(c).to(torch::kFloat);
+  const testing::KernelRun tiles = testing::tiled_run(in, dout);
+  const kernels::regions::RegionKernel flash = kernels::regions::pytorch_region_kernel(in.q);
+  testing::KernelRun regions;
+  regions.outputs = kernels::regions::relative_attention_forward(in, flash);
+  regions.grads = kernels::regions::relative_attention_backward(dout, in, regions.outputs, flash);
+  const std::pair<at::Tensor, at::Tensor> pairs[] = {
+      {regions.outputs.out, tiles.outputs.out},     {regions.outputs.logsumexp, tiles.outputs.logsumexp},
+      {regions.grads.q, tiles.grads.q},             {regions.grads.k, tiles.grads.k},
+      {regions.grads.v, tiles.grads.v},             {regions.grads.query_band, tiles.grads.query_band},
+      {regions.grads.key_band, tiles.grads.key_band}};
+  for (size_t i = 0; i < std::size(pairs); ++i) {
+    EXPECT_TRUE(torch::allclose(pairs[i].first, pairs[i].second, 1e-4, 1e-4))
+        << i << ": max diff " << (pairs[i].first - pairs[i].second).abs().max().item<double>();
+  }
+}
+
 // Under autocast the regions' kernel takes bfloat16 operands (the rest stays in float32): output and every
 // gradient within bfloat16's tolerance of the float kernel's, and not equal to them (the cast happened).
 TEST(RegionAttention, Bfloat16KernelOperandsStayNearFloat) {
