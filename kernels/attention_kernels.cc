@@ -71,8 +71,11 @@ std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kRegions};
 
 }  // namespace
 
+at::Tensor heads_last(const at::Tensor& x) {
+  return at::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options()).transpose(1, 2).copy_(x);
+}
+
 void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
-CudaAttentionRoute cuda_attention_route() { return route; }
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
   if (name == "regions") return CudaAttentionRoute::kRegions;
   if (name == "blocks") return CudaAttentionRoute::kBlocks;
@@ -82,7 +85,9 @@ CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const AttentionInputs c = checked(in);
   if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
-  if (route == CudaAttentionRoute::kRegions && regions::takes(c)) return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
+  if (route == CudaAttentionRoute::kRegions && regions::takes(c)) {
+    return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
+  }
   return chunked::relative_attention_forward(c);
 }
 

@@ -55,11 +55,13 @@ struct AttentionGrads {
   at::Tensor q, k, v, query_band, key_band;  // the bands' undefined when the input had none
 };
 
+// x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.
+at::Tensor heads_last(const at::Tensor& x);
+
 // CUDA's route in float: the regions (PyTorch's fused kernel, the default) or the blocks (kernels/chunked: the
 // reference's dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`).
 enum class CudaAttentionRoute { kRegions, kBlocks };
 void set_cuda_attention_route(CudaAttentionRoute route);
-CudaAttentionRoute cuda_attention_route();
 // "regions" or "blocks"; anything else is a UsageError naming the accepted values.
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name);
 

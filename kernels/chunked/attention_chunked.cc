@@ -241,11 +241,9 @@ void add_band_grads(const Problem& p, const at::Tensor& ds, const Block& b, at::
   }
 }
 
-// [B N, T, d] rows -> [B, N, T, d] on [B, T, N, d] storage (the layout of the CPU kernel's outputs).
-at::Tensor heads_last(const at::Tensor& rows, const Problem& p) {
-  return at::empty({p.batch, p.length, p.heads, p.head_size}, rows.options())
-      .transpose(1, 2)
-      .copy_(rows.view({p.batch, p.heads, p.length, p.head_size}));
+// [B N, T, d] rows -> [B, N, T, d] on [B, T, N, d] storage (the kernels' output layout).
+at::Tensor heads_last_rows(const at::Tensor& rows, const Problem& p) {
+  return heads_last(rows.view({p.batch, p.heads, p.length, p.head_size}));
 }
 
 }  // namespace
@@ -274,7 +272,7 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, int64_t b
     out.narrow(1, i0, R).copy_(at::bmm(probs, p.v));
     lse_rows.narrow(1, i0, R).copy_(lse);
   }
-  result.out = heads_last(out, p);
+  result.out = heads_last_rows(out, p);
   return result;
 }
 
@@ -308,9 +306,9 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
     add_band_grads(p, ds, b, query_band_grad, key_band_grad_t);
   }
   AttentionGrads grads;
-  grads.q = heads_last(dq, p);
-  grads.k = heads_last(dk, p);
-  grads.v = heads_last(dv, p);
+  grads.q = heads_last_rows(dq, p);
+  grads.k = heads_last_rows(dk, p);
+  grads.v = heads_last_rows(dv, p);
   if (query_band_grad.defined()) grads.query_band = query_band_grad.view({p.batch, p.heads, T, width});
   if (key_band_grad_t.defined()) {
     grads.key_band = key_band_grad_t.transpose(1, 2).contiguous().view({p.batch, p.heads, T, width});

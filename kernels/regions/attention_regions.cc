@@ -25,7 +25,7 @@ struct Problem {
   at::Tensor query_band, key_band;  // [B, N, T, 2n+1] or undefined
   at::Tensor real;                  // [B, T] bool or undefined
   DropoutDraw dropout;
-  at::ScalarType kernel_dtype = at::kFloat;  // the fused kernel's operands
+  at::ScalarType kernel_dtype = at::kFloat;                                            // the fused kernel's operands
   int64_t region_length() const { return std::max<int64_t>(0, length - radius - 1); }  // M = T - n - 1
 };
 
@@ -232,11 +232,6 @@ at::Tensor strip_dropout(const at::Tensor& x, const DropoutDraw& strip_draw) {
   return strip_draw.p > 0 ? philox_dropout(x, strip_draw) : x;
 }
 
-// [B, N, T, d] -> the same on [B, T, N, d] storage (the layout of the kernels' outputs).
-at::Tensor heads_last(const at::Tensor& x) {
-  return at::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options()).transpose(1, 2).copy_(x);
-}
-
 }  // namespace
 
 // The seeds of the parts' masks, apart from one another (SplitMix64's finaliser on seed and part).
@@ -268,28 +263,30 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in, const Reg
   at::Tensor scores = strip_scores(p, s, queries, keys);
   at::Tensor lse = at::logsumexp(scores, -1).narrow(2, 0, T).contiguous();  // the strip's; -inf without keys
   RegionForward regions;
+  at::Tensor side_lse[2];  // each region's log-sum-exp in its own order
   at::Tensor rng = at::zeros({2}, at::kLong);
   if (M > 0) {
     const RegionOperands o = stacked_operands(p);
     regions = kernel.forward(o.q, o.k, o.v, part_draw(p.dropout, 1));
-    regions.out = regions.out.to(p.q.scalar_type());
-    regions.logsumexp = regions.logsumexp.to(p.q.scalar_type());
     if (regions.rng.defined()) rng.copy_(regions.rng);
+    const at::Tensor region_lse = regions.logsumexp.to(p.q.scalar_type());
     for (const Side side : {Side::kLeft, Side::kRight}) {
+      at::Tensor& part = side_lse[static_cast<int>(side)];
+      part = side_part(p, region_lse, side);
       at::Tensor rows = lse.narrow(2, region_of(p, side).query_begin, M);
-      rows.copy_(at::logaddexp(rows, side_part(p, regions.logsumexp, side)));
+      rows.copy_(at::logaddexp(rows, part));
     }
   }
   const at::Tensor probabilities = strip_dropout(strip_probabilities(scores, lse, s), part_draw(p.dropout, 2));
   at::Tensor out = at::matmul(blocks_of(probabilities, s), values)
                        .view({p.batch, p.heads, s.padded_length(), p.head_size})
-                       .narrow(2, 0, T)
-                       .contiguous();
+                       .narrow(2, 0, T);
   if (M > 0) {
+    const at::Tensor region_out = regions.out.to(p.q.scalar_type());
     for (const Side side : {Side::kLeft, Side::kRight}) {
       const int64_t begin = region_of(p, side).query_begin;
-      const at::Tensor weight = (side_part(p, regions.logsumexp, side) - lse.narrow(2, begin, M)).exp_().unsqueeze(-1);
-      out.narrow(2, begin, M).addcmul_(weight, side_part(p, regions.out, side));
+      const at::Tensor weight = (side_lse[static_cast<int>(side)] - lse.narrow(2, begin, M)).exp_().unsqueeze(-1);
+      out.narrow(2, begin, M).addcmul_(weight, side_part(p, region_out, side));
     }
   }
   AttentionOutputs result;
@@ -313,9 +310,9 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (p.key_band.defined()) key_band_grad = at::zeros({B, N, T, p.width}, p.q.options());
   if (M > 0) {
     const RegionOperands o = stacked_operands(p);
-    const RegionGrads g = kernel.backward(stacked_rows(p, grad_out, p.kernel_dtype), o.q, o.k, o.v,
-                                          stacked_rows(p, out, p.kernel_dtype), stacked_rows(p, lse, lse.scalar_type()),
-                                          part_draw(p.dropout, 1), forward.rng);
+    const RegionGrads g =
+        kernel.backward(stacked_rows(p, grad_out, p.kernel_dtype), o.q, o.k, o.v, stacked_rows(p, out, p.kernel_dtype),
+                        stacked_rows(p, lse, lse.scalar_type()), part_draw(p.dropout, 1), forward.rng);
     for (const Side side : {Side::kLeft, Side::kRight}) {
       const Region r = region_of(p, side);
       const at::Tensor gq = side_part(p, g.q, side), gk = side_part(p, g.k, side);

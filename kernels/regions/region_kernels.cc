@@ -33,7 +33,8 @@ RegionGrads cpu_backward(const at::Tensor& grad_out, const at::Tensor& q, const 
   const int64_t head_size = q.size(3);
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
       padded_to(grad_out, head_size), q, k, padded_to(v, head_size), padded_to(out, head_size),
-      logsumexp.to(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat).contiguous(), /*dropout_p=*/0.0, /*is_causal=*/true, /*attn_mask=*/std::nullopt,
+      logsumexp.to(q.scalar_type() == at::kDouble ? at::kDouble : at::kFloat).contiguous(), /*dropout_p=*/0.0,
+      /*is_causal=*/true, /*attn_mask=*/std::nullopt,
       /*scale=*/1.0);
   return {gq, gk, gv.narrow(3, 0, v.size(3))};
 }

@@ -126,8 +126,8 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     const kernels::AttentionInputs in = attention_inputs(q, k, saved[2], Bands{saved[3], saved[4]}, saved[5],
                                                          ctx->saved_data["radius"].toInt(), scale, dropout,
                                                          dtype_of(ctx->saved_data["fused_kernel_dtype"].toInt()));
-    kernels::AttentionGrads grads =
-        kernels::relative_attention_backward(grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7], saved[11]});
+    kernels::AttentionGrads grads = kernels::relative_attention_backward(
+        grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7], saved[11]});
     FloatRegion region;  // a backward run under autocast keeps these products in float32, as the forward's
     torch::Tensor grad_wq, grad_b, grad_wk;
     if (wq.defined()) grad_wq = band_backward(grads.query_band, q, wq, scale, grads.q);

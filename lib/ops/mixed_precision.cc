@@ -26,25 +26,19 @@ AutocastScope::~AutocastScope() {
   if (!was_enabled_) at::autocast::clear_cache();
 }
 
-bool needs_float_region(std::initializer_list<torch::Tensor> tensors) {
-  if (float_region_depth > 0) return false;
-  for (const auto& t : tensors) {
-    if (low_precision(t)) return true;
-  }
-  // Autocast exists per device type; cabert uses it on CPU and CUDA (other devices reach the ops' own errors).
-  const torch::Tensor& first = *tensors.begin();
-  if (!first.defined() || (!first.device().is_cpu() && !first.device().is_cuda())) return false;
-  return at::autocast::is_autocast_enabled(first.device().type());
-}
-
 std::optional<at::ScalarType> reduced_precision(std::initializer_list<torch::Tensor> tensors) {
   for (const auto& t : tensors) {
     if (low_precision(t)) return t.scalar_type();
   }
+  // Autocast exists per device type; cabert uses it on CPU and CUDA (other devices reach the ops' own errors).
   const torch::Tensor& first = *tensors.begin();
   if (!first.defined() || (!first.device().is_cpu() && !first.device().is_cuda())) return std::nullopt;
   if (!at::autocast::is_autocast_enabled(first.device().type())) return std::nullopt;
   return at::autocast::get_autocast_dtype(first.device().type());
+}
+
+bool needs_float_region(std::initializer_list<torch::Tensor> tensors) {
+  return float_region_depth == 0 && reduced_precision(tensors).has_value();
 }
 
 FloatRegion::FloatRegion() : no_autocast_(c10::autocast_dispatch_keyset) { ++float_region_depth; }

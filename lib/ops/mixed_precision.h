@@ -29,7 +29,8 @@ class AutocastScope {
 };
 
 // Whether an op given these tensors must run through FloatRegion: one of them is bfloat16 or float16, or
-// autocast is on for the first one's device (and the caller is not already inside a FloatRegion).
+// autocast is on for the first one's device (reduced_precision says so), and the caller is not already inside
+// a FloatRegion.
 bool needs_float_region(std::initializer_list<torch::Tensor> tensors);
 
 // The reduced precision these tensors ask for: the first bfloat16 / float16 one's dtype, else autocast's dtype

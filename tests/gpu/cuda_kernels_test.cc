@@ -525,7 +525,9 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
   run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
       "gutenberg --max-length 32 -o " + dir + "/corpus");
   const std::pair<const char*, const char*> presets[] = {
-      {"bert-tiny-composite", " --set attention_dropout=0"}, {"convbert-tiny", " --set attention_dropout=0"}, {"dynamicconv-tiny", ""}};
+      {"bert-tiny-composite", " --set attention_dropout=0"},
+      {"convbert-tiny", " --set attention_dropout=0"},
+      {"dynamicconv-tiny", ""}};
   for (const auto& [preset, settings] : presets) {
     for (const char* amp : {"", " --amp"}) {
       std::string losses[2];
