@@ -7,14 +7,17 @@
 #   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...;
 #                                         a test that crashes runs again under cuda-gdb for its backtrace)
 #   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference;
-#                                          the composite attention on both CUDA routes),
+#                                          the composite attention on both CUDA routes), then
+#      `cabert bench --profile`          (where the time goes: device kernels and host calls per run, for the
+#                                          composite attention on both routes and the conv ops at T=2048 K=31),
 #      then the unit tests named *Cuda* (beam search on CUDA, ...), built after the steps above
 #   4. recipes/bench/conv_ops.sh on cuda (cabert's conv ops beside fairseq's own CUDA kernels, HF ConvBERT and
 #      torch at K = 15, 31: issue 18's 2x target), when the kit has fairseq's sources; fairseq's kernels are
 #      compiled in the background while cabert builds
 # Logs (at most 8 files, as the device tool returns them) go to $OUT, or out/gpu-check elsewhere:
-# summary.txt (versions, each step's exit code and seconds), configure.log, build.log, selftest.log,
-# gpu-tests.log, bench.md, baselines.log (fairseq's build and step 4), comparison.md (step 4's table).
+# summary.txt (versions, each step's exit code and seconds), build.log (configure and build), selftest.log,
+# gpu-tests.log, bench.md, profiles.tar.gz (step 3's profiles: ROW.md summaries and Chrome traces), baselines.log
+# (fairseq's build and step 4), comparison.md (step 4's table).
 #
 #   bash scripts/gpu_kit.sh                                                    # on the Debian machine, once
 #   device run: command "bash scripts/gpu_check.sh", carry [".gpu-kit"], timeout_s 560
@@ -175,7 +178,7 @@ await_fairseq() {
   fairseq_pid=""
 }
 
-step configure "$out/configure.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+step configure "$out/build.log" cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
   -DCABERT_CUDA=ON -DCABERT_PYTHON="$(command -v python3)" -DCMAKE_PREFIX_PATH="$deps/usr" \
   -DProtobuf_PROTOC_EXECUTABLE="$deps/bin/protoc" -DPKG_CONFIG_EXECUTABLE="$pkg_config" \
   -DCMAKE_EXE_LINKER_FLAGS="-Wl,-rpath-link,$lib" ${CABERT_CMAKE_ARGS:-} || exit 1
@@ -211,6 +214,20 @@ step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composit
 # The composite attention's other CUDA route (blocks of query rows), side by side with the regions above.
 step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda --op composite-attention \
   --kernels fused --seq 512,2048,8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+
+# Where the time goes (bench --profile), the rows' summaries and traces packed into one file of $out.
+profiles=/tmp/cabert-profiles
+rm -rf "$profiles"
+step profile "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
+  --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 3 --warmup 2 \
+  --profile "$profiles/regions"
+step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda \
+  --op composite-attention --kernels fused --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 3 --warmup 2 --profile "$profiles/blocks"
+step profile "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv \
+  --kernels fused --seq 2048 --kernel 31 --batch 8 --channels 256 --heads 4 --backward --repeats 3 --warmup 2 \
+  --profile "$profiles/conv"
+[ -d "$profiles" ] && tar -czf "$out/profiles.tar.gz" -C "$(dirname "$profiles")" "$(basename "$profiles")"
 
 # The unit tests that take a CUDA device when there is one (beam search on CUDA, ...): built after the steps
 # above, so that a failure here costs them nothing.

@@ -21,6 +21,10 @@ struct ModelBenchConfig {
   std::vector<ops::KernelPath> paths = {ops::KernelPath::kReference, ops::KernelPath::kFused};
   int warmup = 2, repeats = 10;
   uint64_t seed = 42;
+  // When set, `profile_runs` more training steps per path under PyTorch's profiler after the timed ones
+  // (lib/bench/run_profile.h), into profile_dir/MODEL-PATH-train-B..-T...md and its Chrome trace.
+  std::string profile_dir;
+  int profile_runs = 3;
 };
 
 // One record per path, in the order of config.paths. Every path gets its own model built from the same seed

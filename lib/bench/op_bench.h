@@ -25,6 +25,10 @@ struct OpBenchConfig {
   torch::Dtype dtype = torch::kFloat;
   torch::Device device = torch::kCPU;  // inputs are drawn on the CPU (the same values on every device), then moved
   uint64_t seed = 42;
+  // When set, `profile_runs` more runs under PyTorch's profiler after the timed ones, summarised into
+  // profile_dir/op_profile_stem(config).md beside its Chrome trace (lib/bench/run_profile.h).
+  std::string profile_dir;
+  int profile_runs = 3;
 };
 
 // One op as a model runs it: its leaves (inputs and parameters, all requiring grad, on config.device) and the
@@ -48,6 +52,9 @@ bool op_bench_has_kernel_paths(const std::string& op);
 // peak tensor memory above the inputs (on CUDA: each run synchronised, the caching allocator's peak). Throws
 // UsageError for an unknown op or impossible sizes.
 pb::BenchTiming bench_op(const OpBenchConfig& config);
+
+// The name of a row's profile files: op, kernel path, pass and sizes ("dynamicconv-fused-fwdbwd-B8-T2048-C256-H4-K31").
+std::string op_profile_stem(const OpBenchConfig& config);
 
 // Summary statistics of a list of durations in milliseconds.
 pb::BenchTiming summarize_times(std::vector<double> milliseconds);

@@ -2,11 +2,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <filesystem>
+#include <functional>
 #include <memory>
 
 #include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
+#include "lib/bench/run_profile.h"
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 #include "lib/generate/seq2seq_generator.h"
 #include "lib/models/seq2seq_model.h"
 #include "lib/models/summary.h"
@@ -43,6 +47,17 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
     if (i >= c.warmup) train_ms.push_back(ms);
   }
   const int64_t train_peak = peak_extra_bytes_of(train_step);
+  const std::string model_stem = std::filesystem::path(c.model_name).stem().string();
+  auto profile = [&](const char* what, const std::string& description, const std::function<void()>& run) {
+    if (c.profile_dir.empty()) return;
+    const std::string path = ops::kernel_path_name(c.path);
+    log_info("bench: profile -> ",
+             write_profile(c.profile_dir, profile_stem(str(model_stem, "-", path, "-", what, "-B", B, "-L", L)),
+                           str(c.model_name, ", ", path, " kernels, ", description, ", B=", B, " L=", L,
+                               " on the CPU"),
+                           run, c.profile_runs, torch::kCPU));
+  };
+  profile("train", "training step (forward, label-smoothed cross-entropy, backward, AdamW)", train_step);
 
   model->eval();
   torch::Tensor short_source = source.narrow(1, 0, std::min(L, c.generation_source)).contiguous();
@@ -73,6 +88,7 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
     last += b / tenth / c.repeats;
   }
   const int64_t generation_peak = peak_extra_bytes_of(generate);
+  profile("generate", str("greedy generation of L tokens from a ", short_source.size(1), "-token source"), generate);
 
   pb::BenchRecord record =
       model_record("seq2seq", c.model_name, c.model, c.path, B, L, models::count_parameters(*model));

@@ -23,6 +23,10 @@ struct Seq2SeqBenchConfig {
   ops::KernelPath path = ops::KernelPath::kFused;
   int warmup = 1, repeats = 3;
   uint64_t seed = 42;
+  // When set, `profile_runs` more training steps and generations under PyTorch's profiler after the timed
+  // ones (lib/bench/run_profile.h), into profile_dir/MODEL-PATH-{train,generate}-B..-L...md and their traces.
+  std::string profile_dir;
+  int profile_runs = 3;
 };
 
 pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& config);

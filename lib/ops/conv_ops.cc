@@ -1,5 +1,7 @@
 #include "lib/ops/conv_ops.h"
 
+#include <ATen/record_function.h>
+
 #include <optional>
 
 #include "kernels/conv_kernels.h"
@@ -14,10 +16,12 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-// The fused kernels compute their own backward; each Function saves its inputs (never an unfolded tensor).
+// The fused kernels compute their own backward; each Function saves its inputs (never an unfolded tensor). Each
+// forward is a named range in PyTorch's profiler (`bench --profile`); the backward shows as CppNode<...Function>.
 struct LightweightConvFunction : public torch::autograd::Function<LightweightConvFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
+    RECORD_FUNCTION("cabert::lightweight_conv", c10::ArrayRef<const c10::IValue>{});
     const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
     ctx->save_for_backward({x, weight, mask});
     ctx->saved_data["padding_left"] = padding_left;
@@ -35,6 +39,7 @@ struct LightweightConvFunction : public torch::autograd::Function<LightweightCon
 struct DynamicConvFunction : public torch::autograd::Function<DynamicConvFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& kernels,
                                int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
+    RECORD_FUNCTION("cabert::dynamic_conv", c10::ArrayRef<const c10::IValue>{});
     const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
     ctx->save_for_backward({x, kernels, mask});
     ctx->saved_data["padding_left"] = padding_left;
@@ -53,6 +58,7 @@ struct DepthwiseConvFunction : public torch::autograd::Function<DepthwiseConvFun
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
                                const std::optional<torch::Tensor>& bias_arg, int64_t padding_left,
                                const std::optional<torch::Tensor>& mask_arg) {
+    RECORD_FUNCTION("cabert::depthwise_conv", c10::ArrayRef<const c10::IValue>{});
     const torch::Tensor bias = bias_arg.value_or(torch::Tensor());
     const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
     ctx->save_for_backward({x, weight, mask});
@@ -74,6 +80,7 @@ struct DepthwiseConvFunction : public torch::autograd::Function<DepthwiseConvFun
 struct RelativePositionScoresFunction : public torch::autograd::Function<RelativePositionScoresFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const std::optional<torch::Tensor>& w_arg,
                                const std::optional<torch::Tensor>& beta_arg, int64_t radius, double scale) {
+    RECORD_FUNCTION("cabert::relative_position_scores", c10::ArrayRef<const c10::IValue>{});
     const torch::Tensor w = w_arg.value_or(torch::Tensor());
     const torch::Tensor beta = beta_arg.value_or(torch::Tensor());
     ctx->save_for_backward({q, w, beta});

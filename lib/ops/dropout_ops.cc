@@ -1,6 +1,7 @@
 #include "lib/ops/dropout_ops.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <ATen/record_function.h>
 
 #include <mutex>
 
@@ -25,6 +26,7 @@ kernels::DropoutDraw draw_of(double p, int64_t seed) {
 // (itself differentiable, through this Function again).
 struct PhiloxDropoutFunction : public torch::autograd::Function<PhiloxDropoutFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, double p, int64_t seed) {
+    RECORD_FUNCTION("cabert::philox_dropout", c10::ArrayRef<const c10::IValue>{});  // named in profiles
     ctx->saved_data["p"] = p;
     ctx->saved_data["seed"] = seed;
     return kernels::philox_dropout(x, draw_of(p, seed));
