@@ -21,7 +21,9 @@
 // for them (on CUDA PyTorch's Philox, its generator seeded from the call's seed for the call, so a run repeats
 // and resumes exactly), the strip draws kernels/philox.h's mask on its [B, N, T, 2n+1] band. The masks are not
 // the reference's [B, N, T, T] scheme (kernels/dropout_kernels.h): `--kernels fused` and `reference` drop
-// different probabilities on this path (as on SDPA's).
+// different probabilities on this path (as on SDPA's). The masks and the forward repeat bit for bit; on CUDA the
+// gradients repeat to rounding only: PyTorch's backward may split the keys and sum q's gradient in the order the
+// splits finish (unless PyTorch's deterministic algorithms are on).
 //
 // Memory: the fused kernel's (linear in T) plus the strip's blocks and a few [B, N, T, d + 8] operands.
 // A batch row whose keys are all masked (it attends to all of them alike) is not taken: takes() says.

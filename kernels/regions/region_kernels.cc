@@ -14,6 +14,38 @@
 namespace cabert::kernels::regions {
 namespace {
 
+// PyTorch's kernels check little of what they are handed (the CUDA backward nothing of grad_out's, out's or
+// the log-sum-exp's dtype and layout): a mismatch would give silently wrong gradients, so both backends check.
+void expect_operand(const char* name, const at::Tensor& t, const at::Tensor& q, int64_t last_dim) {
+  const bool ok = t.defined() && t.scalar_type() == q.scalar_type() && t.device() == q.device() && t.dim() == 4 &&
+                  t.size(0) == q.size(0) && t.size(1) == q.size(1) && t.size(2) == q.size(2) &&
+                  (last_dim < 0 || t.size(3) == last_dim);
+  if (!ok) {
+    throw Error(str("region kernel: ", name, " is ",
+                    t.defined() ? str(t.scalar_type(), " ", t.sizes(), " on ", t.device()) : std::string("undefined"),
+                    "; expected ", q.scalar_type(), " [", q.size(0), ", ", q.size(1), ", ", q.size(2), ", ",
+                    last_dim < 0 ? std::string("*") : std::to_string(last_dim), "] on ", q.device()));
+  }
+}
+
+void check_operands(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v) {
+  expect_operand("k", k, q, q.size(3));
+  expect_operand("v", v, q, -1);
+}
+
+void check_backward_operands(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
+                             const at::Tensor& v, const at::Tensor& out, const at::Tensor& logsumexp) {
+  check_operands(q, k, v);
+  expect_operand("grad_out", grad_out, q, v.size(3));
+  expect_operand("out", out, q, v.size(3));
+  if (!logsumexp.defined() || !at::isFloatingType(logsumexp.scalar_type()) ||
+      logsumexp.sizes() != at::IntArrayRef({q.size(0), q.size(1), q.size(2)})) {
+    throw Error(str("region kernel: logsumexp is ",
+                    logsumexp.defined() ? str(logsumexp.scalar_type(), " ", logsumexp.sizes()) : "undefined",
+                    "; expected a floating [", q.size(0), ", ", q.size(1), ", ", q.size(2), "]"));
+  }
+}
+
 // ---- CPU: flash attention (no dropout; q, k and v of one head size) ----
 
 at::Tensor padded_to(const at::Tensor& x, int64_t size) {
@@ -22,6 +54,7 @@ at::Tensor padded_to(const at::Tensor& x, int64_t size) {
 
 RegionForward cpu_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
   if (draw.p > 0) throw UsageError("relative_attention: PyTorch's CPU flash attention takes no dropout");
+  check_operands(q, k, v);
   const int64_t head_size = q.size(3);
   auto [out, logsumexp] = at::_scaled_dot_product_flash_attention_for_cpu(
       q, k, padded_to(v, head_size), /*dropout_p=*/0.0, /*is_causal=*/true, /*attn_mask=*/std::nullopt, /*scale=*/1.0);
@@ -30,6 +63,7 @@ RegionForward cpu_forward(const at::Tensor& q, const at::Tensor& k, const at::Te
 
 RegionGrads cpu_backward(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                          const at::Tensor& out, const at::Tensor& logsumexp, const DropoutDraw&, const at::Tensor&) {
+  check_backward_operands(grad_out, q, k, v, out, logsumexp);
   const int64_t head_size = q.size(3);
   auto [gq, gk, gv] = at::_scaled_dot_product_flash_attention_for_cpu_backward(
       padded_to(grad_out, head_size), q, k, padded_to(v, head_size), padded_to(out, head_size),
@@ -71,6 +105,7 @@ constexpr int64_t kLogsumexpAlignment = 32;
 int64_t value_width(const at::Tensor& v) { return (v.size(3) + 7) / 8 * 8; }
 
 RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
+  check_operands(q, k, v);
   std::optional<SeededGenerator> seeded;
   if (draw.p > 0) seeded.emplace(q.device(), draw.seed);
   auto [out, logsumexp, philox_seed, philox_offset] = at::_scaled_dot_product_efficient_attention(
@@ -87,6 +122,7 @@ RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::T
 RegionGrads cuda_backward(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
                           const at::Tensor& out, const at::Tensor& logsumexp, const DropoutDraw& draw,
                           const at::Tensor& rng) {
+  check_backward_operands(grad_out, q, k, v, out, logsumexp);
   const int64_t B = q.size(0), N = q.size(1), M = q.size(2);
   // The kernel reads the log-sum-exp in rows padded to 32 (+inf past M, as its forward writes them) and the
   // output with the row stride of its forward's [B, M, N, width] storage (the padded values' width).

@@ -6,9 +6,12 @@
 // whole [B, N, T, T] mask rebuilt from the parts' draws; what the path does not take.
 #include <gtest/gtest.h>
 
+#include <functional>
+
 #include "kernels/attention_kernels.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/regions/attention_regions.h"
+#include "lib/core/errors.h"
 #include "lib/ops/memory_meter.h"
 #include "tests/kernels/attention_test_util.h"
 
@@ -230,6 +233,37 @@ TEST(RegionAttention, TakesFloatAndDoubleWithRealKeysOnly) {
   EXPECT_TRUE(kernels::regions::takes(in));
   in.q = in.q.to(torch::kHalf);
   EXPECT_FALSE(kernels::regions::takes(in));
+}
+
+// The backends check what PyTorch's kernels do not (its CUDA backward reads grad_out, out and the log-sum-exp
+// as given): a mismatch is an error naming the operand, not silently wrong gradients.
+TEST(RegionAttention, KernelBackendsRefuseMismatchedOperands) {
+  torch::manual_seed(9);
+  const at::Tensor q = torch::randn({1, 2, 5, 8}, f64()), k = torch::randn({1, 2, 5, 8}, f64()),
+                   v = torch::randn({1, 2, 5, 4}, f64());
+  const kernels::regions::RegionKernel flash = kernels::regions::pytorch_region_kernel(q);
+  const kernels::regions::RegionForward forward = flash.forward(q, k, v, {});
+  const at::Tensor dout = torch::randn({1, 2, 5, 4}, f64());
+  EXPECT_NO_THROW(flash.backward(dout, q, k, v, forward.out, forward.logsumexp, {}, forward.rng));
+  auto expect_refused = [&](const std::string& message, const std::function<void()>& call) {
+    try {
+      call();
+      ADD_FAILURE() << "accepted, expected: " << message;
+    } catch (const Error& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  };
+  expect_refused("region kernel: grad_out is Float [1, 2, 5, 4] on cpu; expected Double [1, 2, 5, 4] on cpu", [&] {
+    flash.backward(dout.to(torch::kFloat), q, k, v, forward.out, forward.logsumexp, {}, forward.rng);
+  });
+  expect_refused("region kernel: out is Double [1, 2, 5, 8] on cpu; expected Double [1, 2, 5, 4] on cpu", [&] {
+    flash.backward(dout, q, k, v, torch::zeros({1, 2, 5, 8}, f64()), forward.logsumexp, {}, forward.rng);
+  });
+  expect_refused("region kernel: logsumexp is Double [1, 2, 6]; expected a floating [1, 2, 5]", [&] {
+    flash.backward(dout, q, k, v, forward.out, torch::zeros({1, 2, 6}, f64()), {}, forward.rng);
+  });
+  expect_refused("region kernel: k is Double [1, 2, 5, 4] on cpu; expected Double [1, 2, 5, 8] on cpu",
+                 [&] { flash.forward(q, k.narrow(3, 0, 4), v, {}); });
 }
 
 }  // namespace
