@@ -33,10 +33,7 @@ bool is_device_work(uint8_t type) {
          type == static_cast<uint8_t>(ActivityType::GPU_MEMCPY) ||
          type == static_cast<uint8_t>(ActivityType::GPU_MEMSET);
 }
-bool is_runtime_call(uint8_t type) {
-  return type == static_cast<uint8_t>(ActivityType::CUDA_RUNTIME) ||
-         type == static_cast<uint8_t>(ActivityType::CUDA_DRIVER);
-}
+
 
 struct Totals {
   int64_t calls = 0, top_level_calls = 0;
@@ -152,7 +149,7 @@ RunProfile profile_runs(const std::function<void()>& run, int runs, const c10::D
   profile.wall_us = wall_us / runs;
   std::vector<HostOpSpan> host;
   std::map<std::string, Totals> device_totals;
-  int64_t kernels = 0, launches = 0;
+  int64_t kernels = 0, runtime_launches = 0, driver_launches = 0;
   double device_ns = 0, launch_ns = 0;
   for (const auto& event : result->events()) {
     const uint8_t type = event.activityType();
@@ -166,9 +163,13 @@ RunProfile profile_runs(const std::function<void()>& run, int runs, const c10::D
       t.self_ns += duration;
       device_ns += duration;
       if (type == static_cast<uint8_t>(ActivityType::CONCURRENT_KERNEL)) ++kernels;
-    } else if (is_runtime_call(type) && event.name().find("Launch") != std::string::npos) {
-      ++launches;
-      launch_ns += duration;
+    } else if (event.name().find("Launch") != std::string::npos) {
+      if (type == static_cast<uint8_t>(ActivityType::CUDA_RUNTIME)) {
+        ++runtime_launches;
+        launch_ns += duration;
+      } else if (type == static_cast<uint8_t>(ActivityType::CUDA_DRIVER)) {
+        ++driver_launches;
+      }
     }
   }
   HostOpSummary host_summary = summarize_host_ops(std::move(host), runs);
@@ -179,7 +180,8 @@ RunProfile profile_runs(const std::function<void()>& run, int runs, const c10::D
   profile.device_work = per_run(device_totals, runs, /*by_self=*/false);
   profile.device_busy_us = device_ns / 1e3 / runs;
   profile.kernels = static_cast<double>(kernels) / runs;
-  profile.launches = static_cast<double>(launches) / runs;
+  profile.runtime_launches = static_cast<double>(runtime_launches) / runs;
+  profile.driver_launches = static_cast<double>(driver_launches) / runs;
   profile.launch_api_us = launch_ns / 1e3 / runs;
   if (!trace_path.empty()) {
     const std::filesystem::path target(trace_path);
@@ -210,10 +212,11 @@ std::string profile_markdown(const RunProfile& p, const std::string& title, size
     out << "- device: no device activity was recorded (CUPTI unavailable to Kineto? Run again with "
            "KINETO_LOG_LEVEL=0 to see its messages)\n";
   }
-  if (!p.device_work.empty() || p.launches > 0) {
+  if (!p.device_work.empty() || p.runtime_launches > 0 || p.driver_launches > 0) {
     out << "- device: busy " << number(p.device_busy_us / 1e3, 3) << " ms (kernels, memcpy and memset summed) in "
-        << calls_text(p.kernels) << " kernels; " << calls_text(p.launches) << " launch calls on the host taking "
-        << number(p.launch_api_us / 1e3, 3) << " ms\n";
+        << calls_text(p.kernels) << " kernels; launch calls on the host: " << calls_text(p.runtime_launches)
+        << " to the runtime taking " << number(p.launch_api_us / 1e3, 3) << " ms, " << calls_text(p.driver_launches)
+        << " to the driver\n";
   }
   if (!p.device_work.empty()) {
     out << "\n## Device work, by time\n\n| kernel | calls | total us | mean us | share of busy |\n"

@@ -29,9 +29,11 @@ struct RunProfile {
   // Host side (ops recorded by ATen's RecordFunction, autograd's nodes included), by self time.
   std::vector<ProfiledName> host_ops;
   double host_calls = 0, host_top_level_calls = 0, host_top_level_us = 0;
-  // CUDA: kernels, memcpy and memset on the device, by time; the runtime's launch calls on the host.
+  // CUDA: kernels, memcpy and memset on the device, by time; the launch calls on the host, the runtime's
+  // (cudaLaunchKernel...) and the driver's (cuLaunchKernel...) counted apart: CUPTI may report a runtime launch's
+  // own driver call too, and libraries may launch through the driver alone.
   std::vector<ProfiledName> device_work;
-  double device_busy_us = 0, kernels = 0, launches = 0, launch_api_us = 0;
+  double device_busy_us = 0, kernels = 0, runtime_launches = 0, driver_launches = 0, launch_api_us = 0;
 };
 
 // One host op's interval as the profiler recorded it (ns on one clock; the thread PyTorch's RecordFunction saw).

@@ -117,11 +117,12 @@ TEST(RunProfile, MarkdownGivesTheFiguresPerRunAndEscapesNames) {
   profile.device_work = {{"gemm_kernel", 4, 4, 300, 300}, {"softmax_kernel", 1, 1, 100, 100}};
   profile.device_busy_us = 400;
   profile.kernels = 5;
-  profile.launches = 5;
+  profile.runtime_launches = 5;
+  profile.driver_launches = 2;
   profile.launch_api_us = 20;
   const std::string with_device = bench::profile_markdown(profile, "t", /*max_rows=*/1);
-  EXPECT_NE(with_device.find("- device: busy 0.400 ms (kernels, memcpy and memset summed) in 5 kernels; 5 launch "
-                             "calls on the host taking 0.020 ms\n"),
+  EXPECT_NE(with_device.find("- device: busy 0.400 ms (kernels, memcpy and memset summed) in 5 kernels; launch "
+                             "calls on the host: 5 to the runtime taking 0.020 ms, 2 to the driver\n"),
             std::string::npos)
       << with_device;
   EXPECT_NE(with_device.find("| gemm_kernel | 4 | 300.0 | 75.00 | 75.0% |\n"), std::string::npos) << with_device;
