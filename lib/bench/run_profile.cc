@@ -14,6 +14,8 @@
 #include <sstream>
 #include <system_error>
 
+#include <unistd.h>
+
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 
@@ -33,7 +35,6 @@ bool is_device_work(uint8_t type) {
          type == static_cast<uint8_t>(ActivityType::GPU_MEMCPY) ||
          type == static_cast<uint8_t>(ActivityType::GPU_MEMSET);
 }
-
 
 struct Totals {
   int64_t calls = 0, top_level_calls = 0;
@@ -68,12 +69,11 @@ std::string calls_text(double calls) {
 std::string cell(const std::string& name) {
   std::string out;
   for (char c : name.size() > 140 ? name.substr(0, 137) + "..." : name) {
-    if (c == '|')
+    if (c == '|') {
       out += "\\|";
-    else if (c == '\n')
-      out += ' ';
-    else
-      out += c;
+    } else {
+      out += c == '\n' ? ' ' : c;
+    }
   }
   return out;
 }
@@ -94,7 +94,8 @@ HostOpSummary summarize_host_ops(std::vector<HostOpSpan> spans, int runs) {
   double top_level_ns = 0;
   for (size_t i = 0; i < spans.size(); ++i) {
     const HostOpSpan& span = spans[i];
-    while (!open.empty() && (spans[open.back()].thread != span.thread || spans[open.back()].end_ns <= span.start_ns)) {
+    while (!open.empty() &&
+           (spans[open.back()].thread != span.thread || spans[open.back()].end_ns <= span.start_ns)) {
       open.pop_back();
     }
     const double duration = static_cast<double>(span.end_ns - span.start_ns);
@@ -184,11 +185,17 @@ RunProfile profile_runs(const std::function<void()>& run, int runs, const c10::D
   profile.driver_launches = static_cast<double>(driver_launches) / runs;
   profile.launch_api_us = launch_ns / 1e3 / runs;
   if (!trace_path.empty()) {
+    // Beside the target under AtomicOutput's temporary name (lib/core/files.h), renamed into place when whole.
     const std::filesystem::path target(trace_path);
-    const std::string temporary =
-        str(target.parent_path().string(), target.has_parent_path() ? "/." : ".", target.filename().string(), ".tmp");
-    result->save(temporary);
+    const std::string temporary = str(target.parent_path().string(), target.has_parent_path() ? "/." : ".",
+                                      target.filename().string(), ".tmp.", getpid());
     std::error_code error;
+    try {
+      result->save(temporary);
+    } catch (...) {
+      std::filesystem::remove(temporary, error);
+      throw;
+    }
     std::filesystem::rename(temporary, trace_path, error);
     if (error) {
       std::filesystem::remove(temporary, error);
