@@ -40,8 +40,7 @@ struct BenchOptions {
   std::string output;
   std::string model;  // --model PRESET|CONFIG: model mode
   std::vector<std::string> sets;
-  std::string profile_dir;  // --profile DIR
-  int profile_runs = 3;
+  bench::ProfileRequest profile;  // --profile DIR, --profile-runs N
 };
 
 std::string fixed(double value, int digits = 2) {
@@ -180,8 +179,7 @@ void run_op_bench(const BenchOptions& options) {
           config.dtype = dtype;
           config.device = device;
           config.seed = global_options().seed;
-          config.profile_dir = options.profile_dir;
-          config.profile_runs = options.profile_runs;
+          config.profile = options.profile;
           pb::BenchRecord record;
           record.set_kind("op");
           record.set_op(op);
@@ -224,8 +222,7 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
   config.warmup = std::min(options.warmup, 1);
   config.repeats = std::max(1, std::min(options.repeats, 3));
   config.seed = global_options().seed;
-  config.profile_dir = options.profile_dir;
-  config.profile_runs = options.profile_runs;
+  config.profile = options.profile;
   std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
@@ -285,8 +282,7 @@ void run_model_bench(const BenchOptions& options) {
   config.warmup = options.warmup;
   config.repeats = options.repeats;
   config.seed = global_options().seed;
-  config.profile_dir = options.profile_dir;
-  config.profile_runs = options.profile_runs;
+  config.profile = options.profile;
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   if (options.format == "md") {
@@ -370,11 +366,11 @@ void add_bench(CLI::App& app) {
   sub->add_option("--format", options->format, "Table on stdout: md, tsv or json (one JSON record per line)")
       ->capture_default_str();
   sub->add_option("-o,--output", options->output, "Also write BenchRecord records (formats/bench.proto) here");
-  sub->add_option("--profile", options->profile_dir,
+  sub->add_option("--profile", options->profile.dir,
                   "After each row's timed runs, --profile-runs more under PyTorch's profiler (Kineto; CUDA kernels "
                   "too with --device cuda): DIR/ROW.md (host ops by self time, device kernels by time, top-level "
                   "calls and kernel launches per run) and DIR/ROW.trace.json (Chrome trace, for Perfetto)");
-  sub->add_option("--profile-runs", options->profile_runs, "Runs under the profiler per row (with --profile)")
+  sub->add_option("--profile-runs", options->profile.runs, "Runs under the profiler per row (with --profile)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
   sub->callback([sub, options] {

@@ -7,9 +7,7 @@
 #include <memory>
 
 #include "lib/bench/op_bench.h"
-#include "lib/bench/run_profile.h"
 #include "lib/core/errors.h"
-#include "lib/core/log.h"
 #include "lib/models/layers.h"
 #include "lib/models/mixer_registry.h"
 #include "lib/models/pretraining_models.h"
@@ -132,17 +130,14 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     train_step(run);  // creates the optimizer state outside the measured memory
   }
   phase(train_step, &PathRun::train_ms, &PathRun::train_peak);
-  if (!c.profile_dir.empty()) {
-    const std::string model = std::filesystem::path(c.model_name).stem().string();
-    for (PathRun& run : runs) {
-      ops::ScopedKernelPath scope(run.path);
-      const std::string path = ops::kernel_path_name(run.path);
-      const std::string title = str(c.model_name, ", ", path, " kernels, training step (MLM forward, cross-entropy, "
-                                    "backward, AdamW), B=", B, " T=", T, " on the CPU");
-      log_info("bench: profile -> ",
-               write_profile(c.profile_dir, profile_stem(str(model, "-", path, "-train-B", B, "-T", T)), title,
-                             [&] { train_step(run); }, c.profile_runs, torch::kCPU));
-    }
+  const std::string model_stem = std::filesystem::path(c.model_name).stem().string();
+  for (PathRun& run : runs) {
+    ops::ScopedKernelPath scope(run.path);
+    const std::string path = ops::kernel_path_name(run.path);
+    profile_if_asked(c.profile, str(model_stem, "-", path, "-train-B", B, "-T", T),
+                     str(c.model_name, ", ", path, " kernels, training step (MLM forward, cross-entropy, backward, "
+                         "AdamW), B=", B, " T=", T, " on the CPU"),
+                     [&] { train_step(run); }, torch::kCPU);
   }
   for (PathRun& run : runs) run.model->eval();
   phase(infer, &PathRun::inference_ms, &PathRun::inference_peak);

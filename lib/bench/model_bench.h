@@ -10,6 +10,7 @@
 
 #include "formats/bench.pb.h"
 #include "formats/model.pb.h"
+#include "lib/bench/run_profile.h"
 #include "lib/ops/conv_ops.h"
 
 namespace cabert::bench {
@@ -21,10 +22,9 @@ struct ModelBenchConfig {
   std::vector<ops::KernelPath> paths = {ops::KernelPath::kReference, ops::KernelPath::kFused};
   int warmup = 2, repeats = 10;
   uint64_t seed = 42;
-  // When set, `profile_runs` more training steps per path under PyTorch's profiler after the timed ones
-  // (lib/bench/run_profile.h), into profile_dir/MODEL-PATH-train-B..-T...md and its Chrome trace.
-  std::string profile_dir;
-  int profile_runs = 3;
+  // When asked, more training steps per path under PyTorch's profiler after the timed ones
+  // (lib/bench/run_profile.h), into DIR/MODEL-PATH-train-B..-T...md and its Chrome trace.
+  ProfileRequest profile;
 };
 
 // One record per path, in the order of config.paths. Every path gets its own model built from the same seed

@@ -15,9 +15,7 @@
 #include <thread>
 
 #include "kernels/build_info.h"
-#include "lib/bench/run_profile.h"
 #include "lib/core/errors.h"
-#include "lib/core/log.h"
 #include "lib/core/malloc_tuning.h"
 #include "lib/core/run_context.h"
 #include "lib/models/convbert_mixed_attention.h"
@@ -295,14 +293,12 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
     const double ms = elapsed_ms(run);
     if (i >= config.warmup) times.push_back(ms);
   }
-  if (!config.profile_dir.empty()) {
-    const std::string title =
-        str(config.op, ", ", ops::kernel_path_name(config.path), " kernels, ", config.backward ? "fwd+bwd" : "fwd",
-            ", B=", config.batch, " T=", config.seq, " C=", config.channels, " H=", config.heads, " K=",
-            config.kernel, ", ", c10::toString(config.dtype), " on ", config.device.str());
-    log_info("bench: profile -> ", write_profile(config.profile_dir, op_profile_stem(config), title, run,
-                                                 config.profile_runs, config.device));
-  }
+  profile_if_asked(config.profile, op_profile_stem(config),
+                   str(config.op, ", ", ops::kernel_path_name(config.path), " kernels, ",
+                       config.backward ? "fwd+bwd" : "fwd", ", B=", config.batch, " T=", config.seq, " C=",
+                       config.channels, " H=", config.heads, " K=", config.kernel, ", ",
+                       c10::toString(config.dtype), " on ", config.device.str()),
+                   run, config.device);
   if (cuda) {
     kernels::reset_cuda_peak_memory(device_index);
     const int64_t before = kernels::cuda_peak_memory_bytes(device_index);

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "formats/bench.pb.h"
+#include "lib/bench/run_profile.h"
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
 
@@ -25,10 +26,9 @@ struct OpBenchConfig {
   torch::Dtype dtype = torch::kFloat;
   torch::Device device = torch::kCPU;  // inputs are drawn on the CPU (the same values on every device), then moved
   uint64_t seed = 42;
-  // When set, `profile_runs` more runs under PyTorch's profiler after the timed ones, summarised into
-  // profile_dir/op_profile_stem(config).md beside its Chrome trace (lib/bench/run_profile.h).
-  std::string profile_dir;
-  int profile_runs = 3;
+  // When asked, more runs under PyTorch's profiler after the timed ones, summarised into
+  // DIR/op_profile_stem(config).md beside its Chrome trace (lib/bench/run_profile.h).
+  ProfileRequest profile;
 };
 
 // One op as a model runs it: its leaves (inputs and parameters, all requiring grad, on config.device) and the

@@ -18,6 +18,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
+#include "lib/core/log.h"
 
 namespace cabert::bench {
 namespace {
@@ -256,6 +257,12 @@ std::string write_profile(const std::string& dir, const std::string& stem, const
   const RunProfile profile = profile_runs(run, runs, device, base + ".trace.json");
   write_file_atomically(base + ".md", profile_markdown(profile, title));
   return base + ".md";
+}
+
+void profile_if_asked(const ProfileRequest& request, const std::string& stem, const std::string& title,
+                      const std::function<void()>& run, const c10::Device& device) {
+  if (request.dir.empty()) return;
+  log_info("bench: profile -> ", write_profile(request.dir, profile_stem(stem), title, run, request.runs, device));
 }
 
 std::string profile_stem(const std::string& text) {

@@ -63,6 +63,17 @@ std::string profile_markdown(const RunProfile& profile, const std::string& title
 std::string write_profile(const std::string& dir, const std::string& stem, const std::string& title,
                           const std::function<void()>& run, int runs, const c10::Device& device);
 
+// What `bench --profile DIR --profile-runs N` asks of a bench; nothing while dir is empty.
+struct ProfileRequest {
+  std::string dir;
+  int runs = 3;
+};
+
+// When the request has a directory: write_profile of `run` there, the stem made portable (profile_stem), and the
+// summary's path logged.
+void profile_if_asked(const ProfileRequest& request, const std::string& stem, const std::string& title,
+                      const std::function<void()>& run, const c10::Device& device);
+
 // `text` as a file name stem: characters other than letters, digits, '.', '_' and '-' become '_'.
 std::string profile_stem(const std::string& text);
 

@@ -8,9 +8,7 @@
 
 #include "lib/bench/model_bench.h"
 #include "lib/bench/op_bench.h"
-#include "lib/bench/run_profile.h"
 #include "lib/core/errors.h"
-#include "lib/core/log.h"
 #include "lib/generate/seq2seq_generator.h"
 #include "lib/models/seq2seq_model.h"
 #include "lib/models/summary.h"
@@ -47,15 +45,13 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
     if (i >= c.warmup) train_ms.push_back(ms);
   }
   const int64_t train_peak = peak_extra_bytes_of(train_step);
-  const std::string model_stem = std::filesystem::path(c.model_name).stem().string();
+  const std::string path_name = ops::kernel_path_name(c.path);
   auto profile = [&](const char* what, const std::string& description, const std::function<void()>& run) {
-    if (c.profile_dir.empty()) return;
-    const std::string path = ops::kernel_path_name(c.path);
-    log_info("bench: profile -> ",
-             write_profile(c.profile_dir, profile_stem(str(model_stem, "-", path, "-", what, "-B", B, "-L", L)),
-                           str(c.model_name, ", ", path, " kernels, ", description, ", B=", B, " L=", L,
-                               " on the CPU"),
-                           run, c.profile_runs, torch::kCPU));
+    profile_if_asked(c.profile,
+                     str(std::filesystem::path(c.model_name).stem().string(), "-", path_name, "-", what, "-B", B,
+                         "-L", L),
+                     str(c.model_name, ", ", path_name, " kernels, ", description, ", B=", B, " L=", L, " on the CPU"),
+                     run, torch::kCPU);
   };
   profile("train", "training step (forward, label-smoothed cross-entropy, backward, AdamW)", train_step);
 

@@ -12,6 +12,7 @@
 
 #include "formats/bench.pb.h"
 #include "formats/model.pb.h"
+#include "lib/bench/run_profile.h"
 #include "lib/ops/kernel_path.h"
 
 namespace cabert::bench {
@@ -23,10 +24,9 @@ struct Seq2SeqBenchConfig {
   ops::KernelPath path = ops::KernelPath::kFused;
   int warmup = 1, repeats = 3;
   uint64_t seed = 42;
-  // When set, `profile_runs` more training steps and generations under PyTorch's profiler after the timed
-  // ones (lib/bench/run_profile.h), into profile_dir/MODEL-PATH-{train,generate}-B..-L...md and their traces.
-  std::string profile_dir;
-  int profile_runs = 3;
+  // When asked, more training steps and generations under PyTorch's profiler after the timed ones
+  // (lib/bench/run_profile.h), into DIR/MODEL-PATH-{train,generate}-B..-L...md and their traces.
+  ProfileRequest profile;
 };
 
 pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& config);
