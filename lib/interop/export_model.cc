@@ -32,7 +32,10 @@ ExportFacts export_facts(const io::Checkpoint& checkpoint, ModelHead head,
   auto objective = info.metadata().find("objective");
   if (objective != info.metadata().end()) facts.objective = objective->second;
   auto task = info.metadata().find("task");
-  if (task != info.metadata().end()) {
+  auto task_name = info.metadata().find("task_name");
+  if (task != info.metadata().end() && task->second == "translation" && task_name != info.metadata().end()) {
+    facts.task = task_name->second;  // a translation checkpoint names its task plainly ("translation-de-en")
+  } else if (task != info.metadata().end()) {
     tasks::TaskSource source;
     tasks::TaskDefinition definition = tasks::definition_from_json(task->second, &source);
     facts.task = definition.name;

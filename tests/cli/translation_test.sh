@@ -1,6 +1,6 @@
 # Translation end to end on the shipped Multi30k slice, in seconds: joint tokenizer -> finetune --task
 # translation (a tiny LightConv encoder-decoder) -> --resume of a finished run -> evaluate (beam search, hypotheses
-# file, BLEU/chrF record) -> --summarize; and bad parallel input refused with the file names (exit 3).
+# file, BLEU/chrF record) -> --summarize -> export; and bad parallel input refused with the file names (exit 3).
 source "$(dirname "$0")/lib.sh"
 slice="$CABERT_SOURCE_DIR/tests/data/mt/multi30k-slice"
 cat "$slice/train.de" "$slice/train.en" |
@@ -32,6 +32,12 @@ before=$(md5sum < "$work/model/best.cabert")
 grep -q "translation-de-en" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/evaluate.out")"
 grep -q "BLEU = " "$work/evaluate.out" || fail "evaluate printed no sacreBLEU line: $(cat "$work/evaluate.out")"
 "$CABERT" evaluate --summarize "$work/test.metrics" | grep "translation-de-en" > /dev/null || fail "--summarize lacks the task"
+
+# A translation checkpoint exports (it names its task plainly, not as a classification task's JSON).
+"$CABERT" -q export --model "$work/model/best.cabert" -o "$work/exported"
+[ -s "$work/exported/model.safetensors" ] || fail "export of a translation checkpoint wrote no model.safetensors"
+grep -q "translation-de-en" "$work/exported/config.json" ||
+  fail "the exported config does not name the task: $(cat "$work/exported/config.json")"
 
 # Training goes on from a checkpoint (--init): the same architecture, its weights as the start.
 "$CABERT" -q finetune --task translation --init "$work/model/best.cabert" --data "$slice" --dev "$work/dev.tsv" \
