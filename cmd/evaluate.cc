@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
 
 #include <nlohmann/json.hpp>
@@ -293,6 +294,7 @@ void run_evaluate(const EvaluateCommand& command) {
                                                 std::map<std::string, std::string>{{"model", model_name}});
   }
   std::printf("| task | data | examples | score | metrics |\n|---|---|---:|---:|---|\n");
+  std::map<std::string, std::string> written;  // prediction file -> the data file it holds
   for (const auto& path : files) {
     tasks::TaskSplit split = tasks::read_task_file(definition, path, source);
     if (split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
@@ -303,7 +305,14 @@ void run_evaluate(const EvaluateCommand& command) {
     if (!command.predictions.empty()) {
       std::string target = predictions_path(command.predictions, split.metrics_task,
                                             definition.kind == tasks::TaskKind::kSpan, files.size());
+      auto earlier = written.find(target);
+      if (earlier != written.end()) {  // e.g. SST-2's test and dev files: both are SST-2.tsv in a directory
+        throw UsageError(str("--predictions: ", earlier->second, " and ", path, " would both be written to ", target,
+                             " (the task's submission name), the second over the first; evaluate them in separate "
+                             "runs or with separate --predictions directories"));
+      }
       write_predictions(target, predictions, definition);
+      written[target] = path;
       log_info("evaluate: ", predictions.ids.size(), " predictions -> ", target);
     }
     if (!predictions.labeled) {

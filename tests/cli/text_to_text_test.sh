@@ -45,6 +45,11 @@ grep -q "| SST-2 |" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/e
 [ "$(wc -l < "$work/pred.tsv")" = 101 ] || fail "expected 100 predictions + header, got $(wc -l < "$work/pred.tsv")"
 # Predictions are SST-2's labels (or, for an output matching no label, that output); gold is 0/1.
 awk -F'\t' 'NR > 1 && $3 != "0" && $3 != "1" { exit 1 }' "$work/pred.tsv" || fail "gold column: $(head -3 "$work/pred.tsv")"
+# Two SST-2 files into one --predictions directory would both be SST-2.tsv: the second is refused, the first kept.
+head -n 51 "$work/dev.tsv" > "$work/dev-half.tsv"
+expect_exit 2 "would both be written to" "$CABERT" -q evaluate --model "$work/pretrained/best.cabert" \
+  --data "$work/dev.tsv" "$work/dev-half.tsv" --predictions "$work/subs/"
+[ "$(wc -l < "$work/subs/SST-2.tsv")" = 101 ] || fail "the first file's predictions were overwritten"
 "$CABERT" -q evaluate --model "$work/raw/best.cabert" --data "$work/dev.tsv" -o "$work/raw.metrics" > /dev/null
 "$CABERT" evaluate --summarize "$work/dev.metrics" "$work/raw.metrics" > "$work/summary.md"
 grep -q "SST-2" "$work/summary.md" || fail "--summarize: $(cat "$work/summary.md")"
