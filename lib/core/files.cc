@@ -54,11 +54,24 @@ std::string read_file(const std::string& path) {
 
 AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
   if (is_stdio(path_)) return;
-  fs::path target(path_);
-  if (target.has_parent_path()) {
-    std::error_code ec;
-    fs::create_directories(target.parent_path(), ec);
+  std::error_code ec;
+  const fs::file_status existing = fs::status(path_, ec);  // through symbolic links
+  if (fs::is_directory(existing)) {
+    throw UsageError(str(path_, ": is a directory, expected the path of an output file"));
   }
+  if (fs::exists(existing) && !fs::is_regular_file(existing)) {
+    // A device (/dev/null), a FIFO, a socket, /dev/stdout: written in place, as a shell redirection writes it.
+    // Renaming a temporary over it would replace the node with a regular file (as root, /dev/null itself).
+    file_ = std::make_unique<std::ofstream>(path_, std::ios::binary | std::ios::trunc);
+    if (!*file_) throw Error(str("cannot open output ", path_, ": ", std::strerror(errno)));
+    in_place_ = true;
+    return;
+  }
+  // A symbolic link to a file: the file it names is replaced, the link stays.
+  fs::path target = fs::is_symlink(path_, ec) ? fs::weakly_canonical(path_, ec) : fs::path(path_);
+  if (ec) target = path_;
+  target_ = target.string();
+  if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
   temp_path_ = (target.has_parent_path() ? target.parent_path() / "" : fs::path()).string() + "." +
                target.filename().string() + ".tmp." + std::to_string(getpid());
   file_ = std::make_unique<std::ofstream>(temp_path_, std::ios::binary | std::ios::trunc);
@@ -110,16 +123,16 @@ void AtomicOutput::flush() {
 
 void AtomicOutput::rename_into_place() {
   std::error_code ec;
-  fs::rename(temp_path_, path_, ec);
-  if (ec) throw Error(str("cannot rename ", temp_path_, " to ", path_, ": ", ec.message()));
-  const fs::path parent = fs::path(path_).parent_path();
+  fs::rename(temp_path_, target_, ec);
+  if (ec) throw Error(str("cannot rename ", temp_path_, " to ", target_, ": ", ec.message()));
+  const fs::path parent = fs::path(target_).parent_path();
   sync_path(parent.empty() ? "." : parent.string(), true);
 }
 
 void AtomicOutput::publish() {
   if (committed_ || published_) return;
   flush();
-  if (file_) {
+  if (file_ && !in_place_) {
     sync_path(temp_path_, false);
     rename_into_place();
   }
@@ -131,8 +144,12 @@ void AtomicOutput::commit() {
   flush();
   if (file_) {
     file_->close();
-    const std::string& written = published_ ? path_ : temp_path_;
+    const std::string& written = in_place_ ? path_ : published_ ? target_ : temp_path_;
     if (file_->fail()) throw Error(str("error closing ", written));
+    if (in_place_) {  // a device or a pipe: nothing to sync or rename
+      committed_ = true;
+      return;
+    }
     // Durable before it is visible: the data reaches the disk, then the rename, then the directory entry.
     sync_path(written, false);
     if (!published_) rename_into_place();

@@ -1,7 +1,8 @@
 // Files and the '-' convention: "-" reads stdin / writes stdout. Outputs are written to a temporary file
 // beside the destination and renamed on commit(), so an interrupted run never leaves a half-written file
 // under the final name; commit() syncs the file before the rename and the directory after it, so what a
-// commit returned from survives a crash or a power loss.
+// commit returned from survives a crash or a power loss. An existing device, FIFO or socket (/dev/null,
+// /dev/stdout, a named pipe) is written in place instead; a symbolic link's file is replaced, the link kept.
 #pragma once
 
 #include <cstdint>
@@ -46,10 +47,12 @@ class AtomicOutput {
   void rename_into_place();  // then syncs the directory
 
   std::string path_;
+  std::string target_;  // path_, or the file a symbolic link at path_ names
   std::string temp_path_;
   std::unique_ptr<std::ofstream> file_;
   bool committed_ = false;
   bool published_ = false;
+  bool in_place_ = false;  // path_ is a device, FIFO or socket: written directly, no temporary
 };
 
 // fsync of a file or a directory (Error naming it when the disk refuses).

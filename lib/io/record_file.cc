@@ -391,6 +391,11 @@ bool RecordReader::load_next_records_frame() {
         fail(marker.offset, str("corrupted file: the footer counts ", footer_.record_count(), " records, ",
                                 records_read_, " were read"));
       }
+      char extra;  // the footer ends the file: more bytes are a second file appended (`cat a b`) or damage
+      if (read_some(&extra, 1) != 0) {
+        fail(offset_ - 1, "unexpected bytes after the end-of-file frame, expected the end of the file (files "
+                          "concatenated? give each as its own input)");
+      }
       done_ = true;
       return false;
     }

@@ -2,10 +2,13 @@
 // files a killed writer leaves are recognised by their dead PID and removed, those of live writers kept.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
+#include <thread>
 
 #include "lib/core/files.h"
 #include "tests/test_paths.h"
@@ -26,6 +29,42 @@ TEST(AtomicOutput, NothingUnderTheFinalNameBeforeCommit) {
   EXPECT_TRUE(fs::is_empty(dir)) << "the temporary file was not removed";
   write_file_atomically(path, "whole");
   EXPECT_EQ(testing::read_text(path), "whole");
+}
+
+// A named pipe stays a pipe: written in place (its reader gets the bytes), not replaced by a regular file.
+TEST(AtomicOutput, AFifoIsWrittenInPlace) {
+  const std::string dir = testing::temp_dir(), fifo = dir + "/pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::string received;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    received.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  });
+  write_file_atomically(fifo, "through the pipe");
+  reader.join();
+  EXPECT_EQ(received, "through the pipe");
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_EQ(fs::directory_iterator(dir)->path().filename(), "pipe") << "a temporary was left beside the pipe";
+}
+
+// A symbolic link keeps pointing at its file, which gets the new contents.
+TEST(AtomicOutput, ASymbolicLinksFileIsReplacedTheLinkKept) {
+  const std::string dir = testing::temp_dir(), file = dir + "/real.txt", link = dir + "/link.txt";
+  testing::write_text(file, "old");
+  fs::create_symlink("real.txt", link);
+  write_file_atomically(link, "new");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(testing::read_text(file), "new");
+}
+
+TEST(AtomicOutput, ADirectoryIsRefusedBeforeAnythingIsWritten) {
+  const std::string dir = testing::temp_dir();
+  try {
+    AtomicOutput out(dir);
+    FAIL() << "a directory was accepted as an output file";
+  } catch (const std::exception& error) {
+    EXPECT_EQ(std::string(error.what()), dir + ": is a directory, expected the path of an output file");
+  }
 }
 
 TEST(AtomicOutput, StaleTemporariesOfDeadWritersAreRemoved) {

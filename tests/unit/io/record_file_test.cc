@@ -115,6 +115,21 @@ TEST(RecordFile, EveryTruncationIsReportedWithNameAndOffset) {
   EXPECT_NE(message.find(std::to_string(footer_marker)), std::string::npos) << message;
 }
 
+// The footer ends the file: a second file after it (`cat a.cbr b.cbr`) or a stray byte is refused, at its offset,
+// not silently left unread.
+TEST(RecordFile, BytesAfterTheFooterAreRefused) {
+  std::string dir = temp_dir();
+  std::string bytes = write_records(dir + "/full.cbr", 30);
+  for (const std::string& tail : {bytes, std::string("\n")}) {
+    std::string path = dir + "/joined.cbr";
+    write_text(path, bytes + tail);
+    std::string message = data_error_message([&] { read_all(path); });
+    EXPECT_NE(message.find(path), std::string::npos) << message;
+    EXPECT_NE(message.find("byte offset " + std::to_string(bytes.size())), std::string::npos) << message;
+    EXPECT_NE(message.find("unexpected bytes after the end-of-file frame"), std::string::npos) << message;
+  }
+}
+
 TEST(RecordFile, CorruptedBytesAreDetected) {
   std::string dir = temp_dir();
   std::string bytes = write_records(dir + "/full.cbr", 300, 1 << 20);
