@@ -266,6 +266,13 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
       bad_row(str("expected at least ", needed, " fields, got ", fields.size()), line_number);
       continue;
     }
+    if (table.header && fields.size() > header.size()) {
+      // More fields than columns: a separator inside a text shifts the row, its label would be a piece of text.
+      bad_row(str("expected ", header.size(), " fields as the header has, got ", fields.size(),
+                  table.format == TableFormat::kCsv ? " (a comma inside an unquoted text?)" : " (a tab inside a text?)"),
+              line_number);
+      continue;
+    }
     TaskExample example;
     example.line = line_number;
     example.id = id >= 0 ? fields[id] : std::to_string(line_number);

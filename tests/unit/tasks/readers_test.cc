@@ -201,6 +201,27 @@ TEST(TableReader, BadRowsNameFileLineAndProblem) {
             dir + "/y.csv:1: --text-column 'sentence' is not a column; the header has: text, label");
 }
 
+// A row with more fields than the header is shifted (a separator inside a text): refused, not read as text "good"
+// with label "film".
+TEST(TableReader, RowsWithMoreFieldsThanTheHeaderAreRefused) {
+  std::string dir = temp_dir();
+  write_text(dir + "/x.tsv", "text\tlabel\nfine\tpos\ngood\tfilm\tneg\n");
+  TableOptions tsv;
+  tsv.format = TableFormat::kTsv;
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/x.tsv", tsv); }),
+            dir + "/x.tsv:3: expected 2 fields as the header has, got 3 (a tab inside a text?)");
+  write_text(dir + "/x.csv", "text,label\nfine,pos\n\"good, really\",pos\ngood, really,pos\n");
+  TableOptions csv;
+  EXPECT_EQ(data_error_message([&] { read_table(dir + "/x.csv", csv); }),
+            dir + "/x.csv:4: expected 2 fields as the header has, got 3 (a comma inside an unquoted text?)");
+  ReadOptions skip;
+  skip.skip_bad_rows = true;
+  TaskData kept = read_table(dir + "/x.csv", csv, skip);
+  ASSERT_EQ(kept.examples.size(), 2u);
+  EXPECT_EQ(kept.examples[1].text_a, "good, really");
+  EXPECT_EQ(kept.skipped_rows, 1u);
+}
+
 // Hostile and broken task files (issue 15): each is refused with the file, the line (or the JSON path) and
 // the problem, before a long run starts; none crashes or reads a huge line whole.
 TEST(TableReader, ColumnOptionsAreValidated) {
