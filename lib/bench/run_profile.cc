@@ -20,12 +20,30 @@
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 
+// Kineto's ConfigLoader (libkineto/src/ConfigLoader.h, not among the wheel's headers): its two members that
+// libtorch_cpu exports and stop_kineto_config_thread() calls.
+namespace libkineto {
+class ConfigLoader {
+ public:
+  static ConfigLoader& instance();
+  void stopThread();
+};
+}  // namespace libkineto
+
 namespace cabert::bench {
 namespace {
 
 namespace kineto_profiler = torch::autograd::profiler;
 namespace profiler_impl = torch::profiler::impl;
 using libkineto::ActivityType;
+
+// The first profiling starts Kineto's config thread, which polls a config file and a daemon for on-demand traces
+// for the life of the process. On a loaded machine its first pass ran late, into the process's exit, and raced
+// with the static destructors: the heap was corrupted now and then ("corrupted double-linked list" after the
+// last output was written; 3 to 10 runs in 300 of a profiling test with three in parallel on 2 cores, none when
+// the exit waited 300 ms). cabert takes no on-demand traces: the thread is stopped, and joined, once a profile
+// is taken (profiling again later does not restart it).
+void stop_kineto_config_thread() { libkineto::ConfigLoader::instance().stopThread(); }
 
 bool is_host_op(uint8_t type) {
   return type == static_cast<uint8_t>(ActivityType::CPU_OP) ||
@@ -140,10 +158,12 @@ RunProfile profile_runs(const std::function<void()>& run, int runs, const c10::D
     if (device.is_cuda()) torch::cuda::synchronize(device.has_index() ? device.index() : 0);
   } catch (...) {
     kineto_profiler::disableProfiler();
+    stop_kineto_config_thread();
     throw;
   }
   const double wall_us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
   std::unique_ptr<kineto_profiler::ProfilerResult> result = kineto_profiler::disableProfiler();
+  stop_kineto_config_thread();
 
   RunProfile profile;
   profile.runs = runs;
