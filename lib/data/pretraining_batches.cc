@@ -11,8 +11,15 @@ namespace cabert::data {
 namespace {
 constexpr const char* kExampleType = "cabert.pb.PretrainingExample";
 
-void check_ids(const pb::PretrainingExample& example, int64_t vocab_size, const std::string& shard,
-               uint64_t record_index) {
+void check_example(const pb::PretrainingExample& example, int64_t vocab_size, int64_t max_tokens,
+                   const std::string& shard, uint64_t record_index) {
+  if (max_tokens > 0 && example.token_ids_size() > max_tokens) {
+    throw DataError(str(shard, ": record ", record_index + 1, ": ", example.token_ids_size(),
+                        " tokens, more than the model's max_length of ", max_tokens,
+                        " (a corpus built with a larger --max-length: rebuild it with `cabert build-corpus "
+                        "--max-length ",
+                        max_tokens, "`, or give the model --set max_length=", example.token_ids_size(), " or more)"));
+  }
   if (vocab_size <= 0) return;
   for (int32_t id : example.token_ids()) {
     if (id < 0 || id >= vocab_size) {
@@ -52,7 +59,7 @@ pb::PretrainingExample ExampleStream::next(uint64_t* example_seed) {
       const uint64_t index = reader_->last_record_index();
       position_.set_record(index + 1);
       if (position_.shard() == 0 && index < held_out_) continue;
-      check_ids(example, vocab_size_, shards_[position_.shard()], index);
+      check_example(example, vocab_size_, max_tokens_, shards_[position_.shard()], index);
       yielded_in_epoch_ = true;
       position_.set_examples_seen(position_.examples_seen() + 1);
       if (example_seed != nullptr) {
@@ -110,7 +117,7 @@ std::vector<pb::PretrainingExample> ExampleStream::held_out_examples() const {
   reader.expect(kExampleType);
   pb::PretrainingExample example;
   while (examples.size() < held_out_ && reader.next(&example)) {
-    check_ids(example, vocab_size_, shards_[0], examples.size());
+    check_example(example, vocab_size_, max_tokens_, shards_[0], examples.size());
     examples.push_back(example);
   }
   return examples;

@@ -42,9 +42,13 @@ class ExampleStream {
   std::vector<pb::PretrainingExample> held_out_examples() const;
   // The seed of held-out example `index` (evaluation draws the same masks every time, on every rank).
   uint64_t held_out_seed(uint64_t index) const;
-  // From now on every example read is checked: a token id outside [0, vocab_size) is a DataError naming
-  // the shard and the record (the corpus of another tokenizer), before it can reach an embedding on any device.
-  void check_ids_below(int64_t vocab_size) { vocab_size_ = vocab_size; }
+  // From now on every example read is checked: a token id outside [0, vocab_size) (the corpus of another
+  // tokenizer) or more than max_tokens ids (a corpus built with a larger --max-length; 0: unchecked) is a
+  // DataError naming the shard and the record, before it can reach an embedding on any device.
+  void check_examples(int64_t vocab_size, int64_t max_tokens) {
+    vocab_size_ = vocab_size;
+    max_tokens_ = max_tokens;
+  }
 
  private:
   void open(uint32_t shard);
@@ -55,6 +59,7 @@ class ExampleStream {
   std::unique_ptr<io::RecordReader> reader_;
   bool yielded_in_epoch_ = false;
   int64_t vocab_size_ = 0;  // 0: unchecked
+  int64_t max_tokens_ = 0;  // 0: unchecked
 };
 
 struct Batch {

@@ -4,7 +4,10 @@
 #include <csignal>
 #include <cmath>
 #include <filesystem>
+#include <map>
 #include <random>
+#include <regex>
+#include <utility>
 
 #include "formats/metrics.pb.h"
 #include "lib/config/model_config_text.h"
@@ -84,7 +87,41 @@ struct CorpusTokenizer {
 
 // What build-corpus recorded about the tokenizer, the same in every shard (each one is checked: shards of
 // different tokenizers would train on ids that mean different pieces).
+// The shards of one build-corpus run are PREFIX-<i>-of-<n> (lib/data/corpus_builder.h). A shard given twice, or
+// the shards of two runs under one PREFIX with different --shards (a rebuild that left the old set: `corpus-*`
+// matches both), would repeat examples and leak held-out ones into training: refused. Sets under different
+// prefixes (two corpora built apart) are fine.
+void check_shard_sets(const std::vector<std::string>& shards) {
+  static const std::regex numbered(R"((.*)-([0-9]+)-of-([0-9]+))");
+  std::map<std::string, std::string> seen;                                  // canonical path -> as given
+  std::map<std::string, std::pair<std::string, std::string>> set_of_prefix;  // prefix -> (count, a shard)
+  for (const auto& shard : shards) {
+    if (shard == "-") {
+      throw UsageError("--corpus -: pre-training reads its corpus more than once (the held-out examples, then every "
+                       "epoch), which a pipe cannot give: write it to a file (build-corpus -o FILE)");
+    }
+    std::error_code error;
+    fs::path canonical = fs::weakly_canonical(shard, error);
+    const std::string key = error ? shard : canonical.string();
+    if (auto [it, inserted] = seen.emplace(key, shard); !inserted) {
+      throw UsageError(str("--corpus: ", shard, " is given twice (also as ", it->second,
+                           "); each shard must be given once"));
+    }
+    std::smatch match;
+    const std::string name = fs::path(shard).filename().string();
+    if (!std::regex_match(name, match, numbered)) continue;
+    const std::string prefix = (fs::path(shard).parent_path() / match[1].str()).string();
+    auto [it, inserted] = set_of_prefix.emplace(prefix, std::make_pair(match[3].str(), shard));
+    if (!inserted && it->second.first != match[3].str()) {
+      throw UsageError(str("--corpus: ", shard, " and ", it->second.second, " are shards of two build-corpus runs ",
+                           "under one name (", std::stoi(match[3].str()), " and ", std::stoi(it->second.first),
+                           " shards; a rebuild that left the old set?): give the shards of one run"));
+    }
+  }
+}
+
 CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
+  check_shard_sets(shards);
   CorpusTokenizer first;
   for (size_t i = 0; i < shards.size(); ++i) {
     io::RecordReader reader(shards[i]);
@@ -128,8 +165,22 @@ std::string format_values(const std::map<std::string, double>& values) {
   return out;
 }
 
-}  // namespace
+// A fresh run into a model directory that holds an earlier one would replace its metrics.cabert and, through
+// --keep-checkpoints, prune its own checkpoints while keeping the earlier run's later-numbered ones (which
+// --resume and `--init DIR` would then pick): refused, naming what is there.
+void refuse_earlier_run(const std::string& model_dir) {
+  std::vector<std::string> found;
+  for (const auto& [step, path] : list_checkpoints(model_dir)) found.push_back(fs::path(path).filename().string());
+  std::error_code error;
+  if (fs::exists(fs::path(model_dir) / "metrics.cabert", error)) found.push_back("metrics.cabert");
+  if (found.empty()) return;
+  std::string names = found.front();
+  if (found.size() > 1) names += str(", ", found.size() > 2 ? "..., " : "", found.back());
+  throw UsageError(str("--model-dir ", model_dir, ": holds an earlier run (", names,
+                       "); continue it with --resume, or give a new or empty directory"));
+}
 
+}  // namespace
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
   if (config.has_seq2seq()) return models::module_tree(*models::Seq2SeqModel(config), "model");
@@ -150,6 +201,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const int world = communicator.world_size();
   const bool main_rank = communicator.is_main();
   if (main_rank) {
+    if (!options.resume) refuse_earlier_run(options.model_dir);
     fs::create_directories(options.model_dir);
     // What a killed run was writing when it died.
     if (size_t removed = remove_stale_temporaries(options.model_dir)) {
@@ -219,7 +271,8 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   share.world_size = static_cast<uint32_t>(world);
   share.seed = options.seed;
   data::ExampleStream stream(options.corpus, static_cast<uint64_t>(std::max<int64_t>(0, options.eval_examples)), share);
-  stream.check_ids_below(config.vocab_size());
+  // Encoders read an example as one sequence; span corruption shortens it for the encoder-decoder.
+  stream.check_examples(config.vocab_size(), config.has_seq2seq() ? 0 : config.max_length());
   std::vector<pb::PretrainingExample> held_out = stream.held_out_examples();
   if (resumed) {
     io::restore_module(module, *resumed, "model/", "");

@@ -350,6 +350,43 @@ TEST_F(PretrainTest, KeepsTheLastKCheckpoints) {
   EXPECT_EQ(config::load_model_config(dir + "/config.textproto").DebugString(), c.info.model().DebugString());
 }
 
+// A fresh run into a directory that holds an earlier run is refused before it touches anything: it would have
+// replaced metrics.cabert and pruned its own checkpoints while keeping the earlier run's later ones.
+TEST_F(PretrainTest, AFreshRunIntoADirectoryWithAnEarlierRunIsRefused) {
+  const std::string dir = fresh("earlier");
+  PretrainOptions o = tiny_options("bert-tiny-none", dir, corpus_);
+  o.steps = 6;
+  o.save_every = 2;
+  o.keep_checkpoints = 2;
+  run_pretraining(o);
+  const std::string metrics_before = testing::read_text(dir + "/metrics.cabert");
+  const auto checkpoints_before = list_checkpoints(dir);
+  ASSERT_EQ(checkpoints_before.size(), 2u);
+
+  o.steps = 4;
+  EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
+            "--model-dir " + dir +
+                ": holds an earlier run (checkpoint-00000004.cabert, ..., metrics.cabert); continue "
+                "it with --resume, or give a new or empty directory");
+  EXPECT_EQ(testing::read_text(dir + "/metrics.cabert"), metrics_before);
+  EXPECT_EQ(list_checkpoints(dir), checkpoints_before);
+
+  // metrics.cabert alone (a run stopped before its first checkpoint) is an earlier run too.
+  const std::string metrics_only = fresh("metrics-only");
+  fs::copy_file(dir + "/metrics.cabert", metrics_only + "/metrics.cabert");
+  o.model_dir = metrics_only;
+  EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
+            "--model-dir " + metrics_only +
+                ": holds an earlier run (metrics.cabert); continue it with --resume, or give a new or empty directory");
+
+  // --resume continues the earlier run.
+  o.model_dir = dir;
+  o.resume = true;
+  o.steps = 8;
+  EXPECT_EQ(run_pretraining(o).steps_done, 2);
+  EXPECT_EQ(list_checkpoints(dir).back().first, 8);
+}
+
 TEST_F(PretrainTest, CorruptedCheckpointIsRefused) {
   const std::string dir = fresh("corrupt");
   PretrainOptions o = tiny_options("bert-tiny-none", dir, corpus_);
@@ -468,6 +505,56 @@ TEST_F(PretrainTest, TokenIdsOutsideTheVocabularyAreRefusedWithShardAndRecord) {
   EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
             shard + ": record 40: token id 31 is outside the model's vocabulary of 30 ids (a corpus built with "
                     "another tokenizer?)");
+}
+
+// An example longer than the model's max_length (a corpus built with a larger --max-length) is refused naming
+// its shard and record when it is read, not as a bare length error from the embedding after many steps.
+TEST_F(PretrainTest, ExamplesLongerThanTheModelsMaxLengthAreRefusedWithShardAndRecord) {
+  const std::string shard = write_shard(dir_ + "/long.cabert", {{"vocab_size", "1000"}}, 40, 9);
+  PretrainOptions o = tiny_options("bert-tiny-none", fresh("long"), shard);
+  o.model.set_max_length(6);  // write_shard's examples have 7 tokens
+  o.batch_size = 4;
+  o.eval_examples = 0;
+  EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
+            shard +
+                ": record 1: 7 tokens, more than the model's max_length of 6 (a corpus built with a larger "
+                "--max-length: rebuild it with `cabert build-corpus --max-length 6`, or give the model --set "
+                "max_length=7 or more)");
+  o.model.set_max_length(7);
+  o.model_dir = fresh("long-fits");
+  o.steps = 2;
+  EXPECT_EQ(run_pretraining(o).steps_done, 2);
+}
+
+// Two shard sets under one name (a rebuild with another --shards left the old set, and corpus-* matches both) or
+// one shard given twice would repeat examples and leak held-out ones: refused. Sets under two names are fine.
+TEST_F(PretrainTest, ShardsOfTwoRunsUnderOneNameOrGivenTwiceAreRefused) {
+  const std::map<std::string, std::string> meta = {{"vocab_size", "30"}};
+  const std::string a0 = write_shard(dir_ + "/corp-00000-of-00002", meta, 8, 9);
+  const std::string a1 = write_shard(dir_ + "/corp-00001-of-00002", meta, 8, 9);
+  const std::string b0 = write_shard(dir_ + "/corp-00000-of-00003", meta, 8, 9);
+  const std::string other = write_shard(dir_ + "/books-00000-of-00003", meta, 8, 9);
+  PretrainOptions o = tiny_options("bert-tiny-none", fresh("sets"), a0);
+  o.corpus = {a0, b0, a1};
+  EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
+            "--corpus: " + b0 + " and " + a0 + " are shards of two build-corpus runs under one name (3 and 2 shards; a "
+            "rebuild that left the old set?): give the shards of one run");
+  o.corpus = {a0, a1, "./" + a0.substr(a0.find_last_of('/') + 1)};
+  const std::string cwd = fs::current_path().string();
+  fs::current_path(dir_);
+  const std::string twice = testing::usage_error_message([&] { run_pretraining(o); });
+  fs::current_path(cwd);
+  EXPECT_EQ(twice, "--corpus: ./corp-00000-of-00002 is given twice (also as " + a0 + "); each shard must be given once");
+  o.corpus = {"-"};
+  EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
+            "--corpus -: pre-training reads its corpus more than once (the held-out examples, then every epoch), "
+            "which a pipe cannot give: write it to a file (build-corpus -o FILE)");
+  // Two corpora built apart: one set each, used together.
+  o.corpus = {a0, a1, other};
+  o.steps = 2;
+  o.batch_size = 4;
+  o.eval_examples = 4;
+  EXPECT_EQ(run_pretraining(o).steps_done, 2);
 }
 
 TEST_F(PretrainTest, ShardsOfDifferentTokenizersAreRefused) {
