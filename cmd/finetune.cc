@@ -218,6 +218,12 @@ void add_finetune(CLI::App& app) {
       run_translation(*command, *sub);
       return;
     }
+    for (const char* flag : {"--resume", "--allow-changed-options"}) {
+      if (sub->count(flag) > 0) {
+        throw UsageError(str(flag, ": only translation fine-tuning resumes (from MODEL_DIR/last.cabert); ", source.task,
+                             " fine-tuning starts afresh: drop ", flag));
+      }
+    }
     if (launch_if_requested(command->distributed)) return;
     std::unique_ptr<dist::Communicator> communicator = join_job(command->distributed, &options.device);
     options.communicator = communicator.get();

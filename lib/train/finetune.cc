@@ -55,12 +55,13 @@ namespace {
 
 int resolve_max_length(int requested, const tasks::TaskDefinition& definition, const pb::ModelConfig& config) {
   int fallback = definition.kind == TaskKind::kSpan ? 384 : 128;
-  // Absolute position embeddings (of any family) hold max_length positions; other encoders take any length.
-  bool bounded = config.attention().absolute_positions();
+  // An encoder's embeddings take at most max_length positions (the table of absolute position embeddings, and
+  // the length every encoder family was pre-trained up to); the encoder-decoders' sinusoidal positions any length.
+  const bool bounded = !config.has_seq2seq();
   if (requested > 0) {
     if (bounded && requested > config.max_length()) {
-      throw UsageError(str("--max-length ", requested, ": the model has absolute position embeddings for ",
-                           config.max_length(), " positions only"));
+      throw UsageError(str("--max-length ", requested, ": the model takes at most ", config.max_length(),
+                           " positions (its max_length)"));
     }
     return requested;
   }
@@ -395,7 +396,13 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       run_checkpoints.push_back(run_checkpoint);
     }
   } catch (const Interrupted&) {
-    if (main_rank) metrics_writer->close();
+    if (main_rank) {
+      metrics_writer->close();
+      log_info("finetune: stopped; ", definition.name,
+               " fine-tuning does not resume (only --task translation does): ", options.model_dir,
+               " keeps the records and the best checkpoint of every epoch finished so far; run "
+               "the command again to start afresh");
+    }
     throw;
   }
   if (main_rank) metrics_writer->close();

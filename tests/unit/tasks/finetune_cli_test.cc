@@ -512,6 +512,17 @@ TEST_F(FinetuneCli, BadInputExitsThreeWithAClearMessage) {
                        dir_ + "/other.model --task RTE --data " + rte + " --model-dir " + dir_ + "/bad4");
   EXPECT_EQ(result.exit_code, 3) << result.err;
 
+  // --max-length beyond the model's max_length, for a relative-position encoder too: refused at the start (its
+  // embeddings take no more), not after the first long batch.
+  result = run_command(cabert_binary() +
+                       " --threads 1 --quiet finetune --preset bert-tiny-composite --set max_length=64 "
+                       "--tokenizer " +
+                       dir_ + "/tok.model --task RTE --data " + rte + " --model-dir " + dir_ + "/bad5 --max-length 96");
+  EXPECT_EQ(result.exit_code, 2) << result.err;
+  EXPECT_NE(result.err.find("--max-length 96: the model takes at most 64 positions (its max_length)"),
+            std::string::npos)
+      << result.err;
+
   // A pre-training-free file that is not a checkpoint at all, and a summary of the wrong record type.
   result = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + "/rte-ok/best.cabert");
   EXPECT_EQ(result.exit_code, 3) << result.err;
