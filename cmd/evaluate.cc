@@ -44,6 +44,9 @@ struct EvaluateCommand {
   // without labels).
   std::string text_column, text_pair_column, label_column, id_column, table_format;
   bool label_column_given = false;
+  // Text-to-text models: the label written into a submission (an unlabelled file) for an output that matches no
+  // label text; without it such a submission is refused.
+  std::string unmatched_label;
   // Translation checkpoints (encoder-decoders).
   std::string split = "test", source_lang, target_lang;
   eval::TranslateOptions translate;
@@ -76,6 +79,9 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   files.read.max_pairs = command.max_examples;
   if (files.source_lang.empty() || files.target_lang.empty()) {
     throw UsageError(str(command.model, " names no languages; pass --source-lang and --target-lang"));
+  }
+  if (!command.unmatched_label.empty()) {
+    throw UsageError(str("--unmatched-label: for text-to-text models; ", command.model, " is a translation model"));
   }
   std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
   if (!fs::exists(tokenizer_path)) {
@@ -252,6 +258,19 @@ void run_evaluate(const EvaluateCommand& command) {
     }
     if (requested.name != definition.name) definition = requested;  // e.g. an MNLI model on AX (diagnostic)
   }
+  if (!command.unmatched_label.empty()) {
+    if (!text_to_text) {
+      throw UsageError(
+          str("--unmatched-label: for text-to-text models; ", command.model, " predicts a label with its task head"));
+    }
+    if (std::find(definition.labels.begin(), definition.labels.end(), command.unmatched_label) ==
+        definition.labels.end()) {
+      std::string labels;
+      for (const auto& label : definition.labels) labels += str(labels.empty() ? "" : ", ", label);
+      throw UsageError(str("--unmatched-label ", command.unmatched_label, ": expected one of ", definition.name,
+                           "'s labels (", labels, ")"));
+    }
+  }
   std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
   if (!fs::exists(tokenizer_path)) {
     throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
@@ -302,6 +321,9 @@ void run_evaluate(const EvaluateCommand& command) {
         text_to_text ? eval::predict_text_to_text(loaded_text.model, definition, loaded_text.verbalizer, split, tokenizer,
                                                   predict)
                      : eval::predict_split(loaded.model, definition, split, tokenizer, predict);
+    if (text_to_text && !predictions.labeled && !command.predictions.empty()) {
+      eval::submission_labels_only(&predictions, definition, command.unmatched_label, path);
+    }
     if (!command.predictions.empty()) {
       std::string target = predictions_path(command.predictions, split.metrics_task,
                                             definition.kind == tasks::TaskKind::kSpan, files.size());
@@ -367,6 +389,9 @@ void add_evaluate(CLI::App& app) {
   auto* threshold = sub->add_option("--null-threshold", command->null_threshold,
                                     "SQuAD v2.0: override the checkpoint's null-score threshold");
   sub->add_flag("--skip-bad-rows", command->skip_bad_rows, "Skip malformed rows instead of stopping");
+  sub->add_option("--unmatched-label", command->unmatched_label,
+                  "Text-to-text models: the label a submission (unlabelled file) gets for an output that matches no "
+                  "label text (default: such a submission is refused)");
   sub->add_option("--text-column", command->text_column, "Generic tasks: text column (default: as fine-tuned)");
   sub->add_option("--text-pair-column", command->text_pair_column, "Generic tasks: second text column");
   auto* label_column = sub->add_option("--label-column", command->label_column,

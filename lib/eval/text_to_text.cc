@@ -1,10 +1,11 @@
 #include "lib/eval/text_to_text.h"
 
 #include <algorithm>
+#include <set>
 
 #include "lib/core/errors.h"
-#include "lib/core/numbers.h"
 #include "lib/core/log.h"
+#include "lib/core/numbers.h"
 #include "lib/eval/translation.h"
 
 namespace cabert::eval {
@@ -106,6 +107,31 @@ SplitPredictions score_generated(const tasks::TaskDefinition& definition, const 
     out.score = task_score(split.metrics_task, out.metrics);
   }
   return out;
+}
+
+void submission_labels_only(SplitPredictions* predictions, const tasks::TaskDefinition& definition,
+                            const std::string& unmatched_label, const std::string& path) {
+  const std::set<std::string> labels(definition.labels.begin(), definition.labels.end());
+  size_t unmatched = 0, first = 0;
+  for (size_t i = predictions->predictions.size(); i-- > 0;) {
+    if (labels.count(predictions->predictions[i]) == 0) {
+      ++unmatched;
+      first = i;
+    }
+  }
+  if (unmatched == 0) return;
+  if (unmatched_label.empty()) {
+    throw DataError(str(path, ": ", unmatched, " of ", predictions->predictions.size(),
+                        " outputs match no label text (the first, row ", predictions->ids[first], ": \"",
+                        predictions->predictions[first],
+                        "\"), and a submission holds only the task's labels; "
+                        "none written. --unmatched-label LABEL writes such rows as LABEL"));
+  }
+  for (auto& prediction : predictions->predictions) {
+    if (labels.count(prediction) == 0) prediction = unmatched_label;
+  }
+  log_warning("evaluate: ", path, ": ", unmatched, " of ", predictions->predictions.size(),
+              " outputs match no label text; written as --unmatched-label ", unmatched_label, " in the submission");
 }
 
 bool is_text_to_text(const pb::CheckpointInfo& info) {

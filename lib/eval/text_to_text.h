@@ -44,6 +44,12 @@ SplitPredictions predict_text_to_text(models::Seq2SeqModel& model, const tasks::
                                       const tasks::Verbalizer& verbalizer, const tasks::TaskSplit& split,
                                       const text::Tokenizer& tokenizer, const PredictOptions& options);
 
+// A submission (the predictions of an unlabelled file) holds only the task's labels, which GLUE's server checks:
+// every prediction that is not one (a generated text that matched none) becomes `unmatched_label`, with a
+// warning; without one, a DataError naming `path`, the count and the first such row.
+void submission_labels_only(SplitPredictions* predictions, const tasks::TaskDefinition& definition,
+                            const std::string& unmatched_label, const std::string& path);
+
 // Checkpoint metadata of a text-to-text fine-tuning: "text_to_text" = "true", "label_texts" = the verbaliser.
 bool is_text_to_text(const pb::CheckpointInfo& info);
 

@@ -50,6 +50,17 @@ head -n 51 "$work/dev.tsv" > "$work/dev-half.tsv"
 expect_exit 2 "would both be written to" "$CABERT" -q evaluate --model "$work/pretrained/best.cabert" \
   --data "$work/dev.tsv" "$work/dev-half.tsv" --predictions "$work/subs/"
 [ "$(wc -l < "$work/subs/SST-2.tsv")" = 101 ] || fail "the first file's predictions were overwritten"
+# A submission (a test file without labels) holds only SST-2's labels: outputs that match none are written as
+# --unmatched-label (or the file is refused, exit 3, when the model wrote any and none was given).
+{ printf 'index\tsentence\n'; tail -n +2 "$work/dev.tsv" | head -n 40 | cut -f1 | awk '{print NR-1 "\t" $0}'; } \
+  > "$work/test.tsv"
+"$CABERT" -q evaluate --model "$work/raw/best.cabert" --data "$work/test.tsv" --predictions "$work/sub/" \
+  --unmatched-label 0 > /dev/null
+[ "$(wc -l < "$work/sub/SST-2.tsv")" = 41 ] || fail "expected 40 submission rows + header"
+awk -F'\t' 'NR == 1 && $0 != "index\tprediction" { exit 1 } NR > 1 && $2 != "0" && $2 != "1" { exit 1 }' \
+  "$work/sub/SST-2.tsv" || fail "the submission holds more than SST-2's labels: $(head -4 "$work/sub/SST-2.tsv")"
+expect_exit 2 "--unmatched-label positive: expected one of SST-2's labels (0, 1)" "$CABERT" -q evaluate \
+  --model "$work/raw/best.cabert" --data "$work/test.tsv" --predictions "$work/sub2/" --unmatched-label positive
 "$CABERT" -q evaluate --model "$work/raw/best.cabert" --data "$work/dev.tsv" -o "$work/raw.metrics" > /dev/null
 "$CABERT" evaluate --summarize "$work/dev.metrics" "$work/raw.metrics" > "$work/summary.md"
 grep -q "SST-2" "$work/summary.md" || fail "--summarize: $(cat "$work/summary.md")"
@@ -68,4 +79,8 @@ expect_exit 2 "needs an encoder-decoder" "$CABERT" -q finetune --preset bert-tin
   --task text-to-text --train "$work/qc.tsv" --dev "$work/qc.tsv" --model-dir "$work/bad2"
 expect_exit 2 "expected one of the labels of SST-2 (0, 1), got 'pos'" "$CABERT" -q finetune --init "$checkpoint" \
   --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" --label-text pos=positive --model-dir "$work/bad3"
+# --resume continues translation fine-tuning only: elsewhere it is refused, not ignored (a silent fresh start).
+expect_exit 2 "--resume: only translation fine-tuning resumes (from MODEL_DIR/last.cabert); SST-2 fine-tuning starts" \
+  "$CABERT" -q finetune --init "$checkpoint" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" \
+  --model-dir "$work/pretrained" --resume
 echo "text-to-text CLI: ok"

@@ -139,5 +139,27 @@ TEST(ScoreGenerated, AnOutputMatchingNoLabelIsWrongAndReported) {
   EXPECT_THROW(eval::score_generated(sst2, matcher, split, {"positive"}), Error);
 }
 
+// A submission (an unlabelled file's predictions) holds only the task's labels: an unmatched output is refused,
+// or written as --unmatched-label.
+TEST(SubmissionLabelsOnly, AnUnmatchedOutputIsRefusedOrWrittenAsTheGivenLabel) {
+  TaskDefinition sst2 = glue("SST-2");
+  eval::SplitPredictions submission;
+  submission.ids = {"0", "1", "2", "3"};
+  submission.predictions = {"1", "half comedy", "0", ""};
+  eval::SplitPredictions refused = submission;
+  EXPECT_EQ(testing::data_error_message([&] { eval::submission_labels_only(&refused, sst2, "", "test.tsv"); }),
+            "test.tsv: 2 of 4 outputs match no label text (the first, row 1: \"half comedy\"), and a submission "
+            "holds only the task's labels; none written. --unmatched-label LABEL writes such rows as LABEL");
+  eval::submission_labels_only(&submission, sst2, "0", "test.tsv");
+  EXPECT_EQ(submission.predictions, (std::vector<std::string>{"1", "0", "0", "0"}));
+  EXPECT_EQ(submission.ids, (std::vector<std::string>{"0", "1", "2", "3"}));
+  // All matched: nothing changes, with or without a label.
+  eval::SplitPredictions matched;
+  matched.ids = {"0", "1"};
+  matched.predictions = {"1", "0"};
+  eval::submission_labels_only(&matched, sst2, "", "test.tsv");
+  EXPECT_EQ(matched.predictions, (std::vector<std::string>{"1", "0"}));
+}
+
 }  // namespace
 }  // namespace cabert::tasks
