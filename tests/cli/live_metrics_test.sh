@@ -44,6 +44,13 @@ expected=$(seq 1 $((at + 3)) | tr '\n' ' ')
 walls=$(grep '"phase":"train"' "$work/resumed.json" | sed 's/.*"wall_seconds":\([0-9.e+-]*\).*/\1/')
 echo "$walls" | sort -g -c || fail "wall_seconds go back across the resume: $(echo "$walls" | tr '\n' ' ')"
 
+# inspect's text mode shows every value of a record, sorted by name (a map's order is unspecified).
+"$CABERT" inspect --limit 1 "$work/pt/metrics.cabert" | grep '^record 1:' > "$work/record1.txt"
+keys=$(sed 's/.*values: {\([^}]*\)}.*/\1/' "$work/record1.txt" | tr ',' '\n' | sed 's/^ *\([a-z_]*\):.*/\1/' | tr '\n' ' ')
+json_keys=$("$CABERT" inspect --json --limit 1 "$work/pt/metrics.cabert" | grep '"phase"' | head -n 1 | python3 -c \
+  'import json, sys; print(" ".join(sorted(json.loads(sys.stdin.readline())["values"])) + " ")')
+[ "$keys" = "$json_keys" ] || fail "inspect text mode shows values '$keys', the record holds '$json_keys'"
+
 # finetune: TRAIN records every --log-every updates, readable with the epochs' records.
 head -n 101 "$sample/SST-2/train.tsv" > "$work/train.tsv"
 head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
