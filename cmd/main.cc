@@ -3,6 +3,9 @@
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
 
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <exception>
 #include <iostream>
 #include <set>
@@ -182,7 +185,15 @@ int run(int argc, char** argv) {
 int main(int argc, char** argv) {
   cabert::tune_malloc_for_tensors();
   try {
-    return cabert::cmd::run(argc, argv);
+    const int code = cabert::cmd::run(argc, argv);
+    // What went to stdout (a table, --dump-options, inspect's records) must have reached it: `> /dev/full`, a
+    // full disk or a closed file is an error, not a silent exit 0.
+    std::cout.flush();
+    if (std::fflush(stdout) != 0 || std::ferror(stdout) || !std::cout.good()) {
+      const int error = errno;
+      throw cabert::Error(cabert::str("cannot write to standard output: ", std::strerror(error != 0 ? error : EIO)));
+    }
+    return code;
   } catch (const cabert::Error& error) {
     cabert::log_message(cabert::LogLevel::kError, error.what());
     return error.exit_code();

@@ -14,6 +14,7 @@ namespace cabert {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 std::atomic<bool> g_quiet{false};
+std::atomic<bool> g_to_file{false};
 std::atomic<int> g_format{static_cast<int>(LogFormat::kText)};
 std::mutex g_mutex;
 std::string& source() {
@@ -103,14 +104,18 @@ void set_log_file(const std::string& path) {
   std::lock_guard<std::mutex> lock(g_mutex);
   std::ofstream& file = log_file();
   if (file.is_open()) file.close();
+  g_to_file = false;
   if (path.empty()) return;
   file.open(path, std::ios::app);
   if (!file) throw UsageError(str("--log-file: cannot open ", path, " for appending"));
+  g_to_file = true;
 }
+
+bool logging_to_file() { return g_to_file; }
 
 void set_log_subcommand(const std::string& name) { subcommand() = name; }
 
-void log_message(LogLevel level, const std::string& message) {
+void log_message(LogLevel level, const std::string& message, bool to_stderr) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const std::string time = timestamp();
   const std::string text =
@@ -118,11 +123,11 @@ void log_message(LogLevel level, const std::string& message) {
   nlohmann::json object = json_header(time, level_name(level));
   object["message"] = message;
   const std::string json_line = dump(object);
-  std::cerr << (log_format() == LogFormat::kJson ? json_line : text) << std::endl;
+  if (to_stderr) std::cerr << (log_format() == LogFormat::kJson ? json_line : text) << std::endl;
   to_file(time, text, json_line);
 }
 
-void log_progress(const ProgressLine& line, const std::string& text, bool redraw, bool file) {
+void log_progress(const ProgressLine& line, const std::string& text, bool redraw, bool file, bool to_stderr) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const std::string time = timestamp();
   const std::string text_line = str(source(), ": ", text);
@@ -154,7 +159,9 @@ void log_progress(const ProgressLine& line, const std::string& text, bool redraw
   if (!rest.empty()) object["extra"] = rest;
   object["message"] = text;
   const std::string json_line = dump(object);
-  if (log_format() == LogFormat::kJson) {
+  if (!to_stderr) {
+    // -q: the log file only
+  } else if (log_format() == LogFormat::kJson) {
     std::cerr << json_line << std::endl;
   } else if (redraw) {
     std::cerr << "\r\033[K" << text_line << (line.final_line ? "\n" : "") << std::flush;

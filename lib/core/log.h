@@ -33,7 +33,10 @@ void set_log_file(const std::string& path);
 // The subcommand JSON lines name ("pretrain", "tokenize train").
 void set_log_subcommand(const std::string& name);
 
-void log_message(LogLevel level, const std::string& message);
+// Whether --log-file is open: -q silences stderr, not the log file, which still gets every message.
+bool logging_to_file();
+
+void log_message(LogLevel level, const std::string& message, bool to_stderr = true);
 
 // One progress line of lib/core/progress.h, with its fields for JSON.
 struct ProgressLine {
@@ -42,13 +45,16 @@ struct ProgressLine {
   double rate = 0, elapsed_seconds = 0, eta_seconds = -1;  // eta < 0: unknown
   bool final_line = false;
 };
-// Writes `text` (the human line, without the source prefix) or the JSON object to stderr, redrawing in place
-// when `redraw` (a terminal in text mode), and to the log file when `to_file`.
-void log_progress(const ProgressLine& line, const std::string& text, bool redraw, bool to_file);
+// Writes `text` (the human line, without the source prefix) or the JSON object to stderr unless -q silenced it
+// (`to_stderr` false), redrawing in place when `redraw` (a terminal in text mode), and to the log file when
+// `to_file`.
+void log_progress(const ProgressLine& line, const std::string& text, bool redraw, bool to_file, bool to_stderr = true);
 
 template <typename... Parts>
 void log_info(Parts&&... parts) {
-  if (log_level() >= LogLevel::kInfo && !quiet()) log_message(LogLevel::kInfo, str(std::forward<Parts>(parts)...));
+  if (log_level() >= LogLevel::kInfo && (!quiet() || logging_to_file())) {
+    log_message(LogLevel::kInfo, str(std::forward<Parts>(parts)...), /*to_stderr=*/!quiet());
+  }
 }
 template <typename... Parts>
 void log_warning(Parts&&... parts) {

@@ -48,10 +48,10 @@ bool Progress::redraws() const { return tty_ && log_format() == LogFormat::kText
 
 void Progress::update(uint64_t done, const std::string& extra) {
   done_ = done;
-  if (quiet()) return;
+  if (quiet() && !logging_to_file()) return;
   auto now = std::chrono::steady_clock::now();
   double since = std::chrono::duration<double>(now - last_print_).count();
-  if (since < (redraws() ? 0.5 : 10.0)) return;
+  if (since < (redraws() && !quiet() ? 0.5 : 10.0)) return;
   last_print_ = now;
   print(false, extra);
 }
@@ -59,7 +59,7 @@ void Progress::update(uint64_t done, const std::string& extra) {
 void Progress::finish(const std::string& extra) {
   if (finished_) return;
   finished_ = true;
-  if (!quiet()) print(true, extra);
+  if (!quiet() || logging_to_file()) print(true, extra);
 }
 
 void Progress::print(bool final_line, const std::string& extra) {
@@ -91,7 +91,7 @@ void Progress::print(bool final_line, const std::string& extra) {
   // The log file gets a line every 10 s and the last one, whatever the terminal's redraw rate.
   const bool to_file = final_line || std::chrono::duration<double>(now - last_file_line_).count() >= 10.0;
   if (to_file) last_file_line_ = now;
-  log_progress(fields, line, redraws(), to_file);
+  log_progress(fields, line, redraws(), to_file, /*to_stderr=*/!quiet());
 }
 
 }  // namespace cabert

@@ -10,6 +10,15 @@ for sub in tokenize build-corpus pretrain finetune evaluate export bench inspect
   "$CABERT" $sub --help >/dev/null || fail "$sub --help failed"
 done
 
+# Standard output that cannot be written (a full disk): exit 1 with the reason, not a silent 0.
+if [ -w /dev/full ]; then
+  for command in "pretrain --list-presets" "--dump-options pretrain"; do
+    got=0; "$CABERT" $command > /dev/full 2> "$work/err" || got=$?
+    [ "$got" = 1 ] || fail "'cabert $command > /dev/full' exited $got: $(cat "$work/err")"
+    grep -qF "cannot write to standard output: No space left on device" "$work/err" || fail "$(cat "$work/err")"
+  done
+fi
+
 # Plain text where a record file is expected.
 expect_exit 3 "$CABERT_SOURCE_DIR/tests/data/sentences.txt: at byte offset 0: not a cabert record file" \
   "$CABERT" inspect "$CABERT_SOURCE_DIR/tests/data/sentences.txt"

@@ -91,6 +91,33 @@ TEST_F(LogFormatTest, LogFileGetsTimestampedLinesAndKeepsEarlierRuns) {
   EXPECT_TRUE(std::regex_match(lines[2], stamped)) << lines[2];
 }
 
+// -q silences the terminal, not --log-file: the file still gets every message and the progress lines.
+TEST_F(LogFormatTest, QuietLeavesTheLogFileComplete) {
+  const std::string path = testing::temp_dir() + "/quiet.log";
+  set_log_file(path);
+  set_quiet(true);
+  ::testing::internal::CaptureStderr();
+  log_info("hello");
+  log_warning("careful");
+  Progress progress("pretrain", "steps", 4);
+  progress.update(2);
+  progress.finish("loss 1.5");
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "cabert: warning: careful\n");
+  set_log_file("");
+  const auto lines = lines_of(testing::read_text(path));
+  ASSERT_EQ(lines.size(), 3u) << testing::read_text(path);
+  EXPECT_NE(lines[0].find(" cabert: hello"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find(" cabert: warning: careful"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find(" cabert: pretrain: 2 steps, "), std::string::npos) << lines[2];
+  EXPECT_NE(lines[2].find(", loss 1.5"), std::string::npos) << lines[2];
+  // Without a log file, -q writes nothing for info and progress.
+  ::testing::internal::CaptureStderr();
+  log_info("unseen");
+  Progress silent("pretrain", "steps", 4);
+  silent.finish();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+}
+
 TEST_F(LogFormatTest, BadFormatAndUnwritableFileAreUsageErrors) {
   try {
     parse_log_format("xml");
