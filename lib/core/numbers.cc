@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 
 #include "lib/core/errors.h"
@@ -28,6 +29,15 @@ double parse_finite(const std::string& text, const std::string& where) {
     throw DataError(str(where, ": expected a finite number, got '", text, "'"));
   }
   return value;
+}
+
+std::string exact_number(double value) {
+  char buffer[32];
+  for (int digits = 15; digits <= 17; ++digits) {
+    std::snprintf(buffer, sizeof buffer, "%.*g", digits, value);
+    if (std::strtod(buffer, nullptr) == value) break;
+  }
+  return buffer;
 }
 
 }  // namespace cabert

@@ -15,4 +15,8 @@ int64_t parse_integer(const std::string& text, int64_t min, int64_t max, const s
 // The whole of `text` as a finite number, or DataError "WHERE: expected a finite number, got 'text'".
 double parse_finite(const std::string& text, const std::string& where);
 
+// `value` in the fewest digits that parse back to the same double ("%.17g" at most): for numbers a resumed run
+// must read back exactly (str() keeps 6 significant digits).
+std::string exact_number(double value);
+
 }  // namespace cabert

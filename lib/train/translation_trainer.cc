@@ -42,6 +42,9 @@ struct Position {
   int64_t update = 0;          // optimizer updates so far
   std::string epoch_rng;       // the shuffling RNG as it was at the start of the epoch
   double loss_sum = 0;         // this epoch's summed per-token losses, for the epoch mean
+  // The --log-every window in progress (since the last TRAIN record or the epoch's start): its summed losses.
+  double interval_loss_sum = 0;
+  int64_t interval_updates = 0;
   double best_bleu = -1;
 };
 
@@ -242,6 +245,11 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     position.epoch_rng = entry("resume_epoch_rng").first;
     position.loss_sum = number("resume_loss_sum");
     position.best_bleu = number("best_bleu");
+    // Absent from the checkpoints of earlier versions: the window then restarts at the resume.
+    if (m.count("resume_interval_updates") > 0) {
+      position.interval_updates = integer("resume_interval_updates");
+      position.interval_loss_sum = number("resume_interval_loss_sum");
+    }
     set_torch_cpu_rng_state(last.info.torch_rng_state());
     check_resume_options(last_path, options.allow_changed_options,
                          position.epoch > options.epochs ||
@@ -278,8 +286,10 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     m["resume_batch"] = std::to_string(position.batch);
     m["resume_update"] = std::to_string(position.update);
     m["resume_epoch_rng"] = position.epoch_rng;
-    m["resume_loss_sum"] = str(position.loss_sum);
-    m["best_bleu"] = str(position.best_bleu);
+    m["resume_loss_sum"] = exact_number(position.loss_sum);
+    m["resume_interval_loss_sum"] = exact_number(position.interval_loss_sum);
+    m["resume_interval_updates"] = std::to_string(position.interval_updates);
+    m["best_bleu"] = exact_number(position.best_bleu);
     info.set_torch_rng_state(torch_cpu_rng_state());
     io::NamedTensors tensors = io::module_tensors(*model, "model/");
     for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
@@ -349,8 +359,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     std::iota(order.begin(), order.end(), 0);
     std::shuffle(order.begin(), order.end(), epoch_rng);
     Progress progress(str("translation epoch ", position.epoch, "/", options.epochs), "batches", steps_per_epoch);
-    int64_t tokens = 0, interval_updates = 0;
-    double interval_loss_sum = 0;
+    int64_t tokens = 0;
     const auto epoch_started = std::chrono::steady_clock::now();
     for (; position.batch < steps_per_epoch; ++position.batch) {
       if (interrupt_requested() != 0) {
@@ -377,8 +386,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
       (loss.loss / static_cast<double>(batch.target_tokens)).backward();
       if (update_guard.allow(clip_gradients(parameters, options.clip_norm), position.update)) optimizer.step();
       position.loss_sum += value;
-      interval_loss_sum += value;
-      ++interval_updates;
+      position.interval_loss_sum += value;
+      ++position.interval_updates;
       if (options.log_every > 0 && position.update % options.log_every == 0) {
         pb::TaskMetrics record;
         record.set_kind(pb::TaskMetrics::TRAIN);
@@ -388,11 +397,11 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
         record.set_seed(seed);
         record.set_epoch(position.epoch);
         record.set_step(position.update);
-        record.set_train_loss(interval_loss_sum / interval_updates);
+        record.set_train_loss(position.interval_loss_sum / position.interval_updates);
         record.set_seconds(run_seconds());
         append_metrics(record);
-        interval_loss_sum = 0;
-        interval_updates = 0;
+        position.interval_loss_sum = 0;
+        position.interval_updates = 0;
       }
       tokens += batch.source_tokens + batch.target_tokens;
       const double seconds =
@@ -435,6 +444,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     // The next epoch starts from here: a --resume after this point replays nothing.
     position.batch = 0;
     position.loss_sum = 0;
+    position.interval_loss_sum = 0;
+    position.interval_updates = 0;
     position.epoch_rng = rng_state(epoch_rng);
     ++position.epoch;
     save_last();

@@ -66,11 +66,13 @@ void expect_same_model(const std::string& a, const std::string& b) {
 TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterruptedRun) {
   TranslationTrainOptions full = options("full");
   full.average_last = 2;
+  full.log_every = 2;  // the window of updates 3 and 4 spans the interruption
   TranslationTrainSummary reference = run_translation_training(full);
   ASSERT_EQ(reference.epochs.size(), 2u);
 
   TranslationTrainOptions stopped = options("stopped");
   stopped.average_last = 2;
+  stopped.log_every = 2;
   stopped.after_step = [](int64_t update) {
     if (update == 3) set_interrupt_for_testing(SIGTERM);
   };
@@ -89,6 +91,18 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   int epochs = 0;
   for (const auto& record : records) epochs += record.kind() == pb::TaskMetrics::EPOCH;
   EXPECT_EQ(epochs, 2);
+  // The records are the uninterrupted run's too: the TRAIN window spanning the stop and each epoch's mean loss
+  // (their sums are in last.cabert to the last bit).
+  auto expected = testing::read_records<pb::TaskMetrics>(full.model_dir + "/metrics.cabert", "cabert.pb.TaskMetrics");
+  ASSERT_EQ(records.size(), expected.size());
+  int trains = 0;
+  for (size_t i = 0; i < records.size(); ++i) {
+    EXPECT_EQ(records[i].kind(), expected[i].kind()) << i;
+    EXPECT_EQ(records[i].step(), expected[i].step()) << i;
+    EXPECT_EQ(records[i].train_loss(), expected[i].train_loss()) << "record " << i << ", step " << records[i].step();
+    trains += records[i].kind() == pb::TaskMetrics::TRAIN;
+  }
+  EXPECT_GE(trains, 2);
 }
 
 TEST_F(TranslationTrainerTest, AveragedCheckpointIsTheMeanOfTheLastEpochs) {
