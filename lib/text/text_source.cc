@@ -7,6 +7,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
+#include "lib/text/utf8.h"
 
 namespace cabert::text {
 
@@ -194,6 +195,10 @@ bool SentenceSource::fill() {
       if (!queue_.empty()) return true;
       if (!reader_) return false;
       continue;
+    }
+    // Bytes that are not UTF-8 (a Latin-1 file, a binary one) would become [UNK]s silently.
+    if (std::string problem = utf8_problem(line); !problem.empty()) {
+      throw DataError(at_line(reader_->name(), reader_->line_number(), problem));
     }
     if (format_ == TextFormat::kGutenberg) {
       if (is_gutenberg_marker(line, "START OF")) {

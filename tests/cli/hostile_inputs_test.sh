@@ -54,4 +54,15 @@ expect_exit 3 "$work/long.tsv:2: the line is longer than 4096 bytes (the bound i
   "$CABERT" --max-line-bytes 4096 finetune --preset bert-tiny-none --tokenizer "$work/small.model" --task mine \
   --format tsv --train "$work/long.tsv" --dev "$work/long.tsv" --model-dir "$work/ft"
 [ ! -e "$work/ft/best.cabert" ] || fail "a refused fine-tuning left a checkpoint"
+# Pre-training text that is not UTF-8 (Latin-1 bytes) is refused at its line and column by every reader of raw
+# text, and nothing is left under the output's name.
+printf 'hello world\nbad \xff\xfe bytes\n' > "$work/latin1.txt"
+expect_exit 3 "$work/latin1.txt:2: invalid UTF-8 at byte column 5 (0xff); expected UTF-8 text" \
+  "$CABERT" tokenize encode -m "$work/small.model" -i "$work/latin1.txt" -o "$work/latin1.tokens"
+[ ! -e "$work/latin1.tokens" ] || fail "a refused encode left its output"
+expect_exit 3 "$work/latin1.txt:2: invalid UTF-8 at byte column 5 (0xff)" \
+  "$CABERT" build-corpus -m "$work/small.model" -i "$work/latin1.txt" -o "$work/latin1.corpus"
+[ ! -e "$work/latin1.corpus" ] || fail "a refused build-corpus left its output"
+expect_exit 3 "$work/latin1.txt:2: invalid UTF-8 at byte column 5 (0xff)" \
+  "$CABERT" tokenize train -i "$work/latin1.txt" --vocab-size 100 --sentinels 0 --model-prefix "$work/latin1"
 echo "hostile inputs: ok"

@@ -77,6 +77,17 @@ TEST(TextSource, GutenbergWithoutStartMarkerIsBadInput) {
   }
 }
 
+// Bytes that are not UTF-8 (a Latin-1 file) are bad input at their line and column, in every format, not
+// [UNK]s in the corpus.
+TEST(TextSource, InvalidUtf8IsBadInputAtItsLineAndColumn) {
+  std::string path = temp_dir() + "/latin1.txt";
+  write_text(path, "hello world\nbad \xFF\xFE bytes\n");
+  for (TextFormat format : {TextFormat::kLines, TextFormat::kParagraphs}) {
+    EXPECT_EQ(testing::data_error_message([&] { read_all({path}, format); }),
+              path + ":2: invalid UTF-8 at byte column 5 (0xff); expected UTF-8 text");
+  }
+}
+
 TEST(TextSource, SentenceSplitterKeepsAbbreviationsAndInitials) {
   EXPECT_EQ(split_sentences("Dr. J. S. Mill wrote it. It sold well."),
             (std::vector<std::string>{"Dr. J. S. Mill wrote it.", "It sold well."}));
