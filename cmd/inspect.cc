@@ -13,6 +13,7 @@
 
 #include "cmd/commands.h"
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 #include "lib/io/record_file.h"
 #include "lib/io/record_types.h"
 #include "lib/text/tokenizer.h"
@@ -145,6 +146,15 @@ void run_inspect(const InspectFlags& flags) {
   std::optional<text::Tokenizer> tokenizer;
   if (!flags.tokenizer_model.empty()) tokenizer.emplace(flags.tokenizer_model);
   const auto& header = reader.header();
+  if (tokenizer) {
+    // inspect shows whatever a file holds, so another tokenizer's pieces are shown, not refused; but said.
+    auto checksum = header.metadata().find("tokenizer_checksum");
+    if (checksum != header.metadata().end() && checksum->second != tokenizer->checksum()) {
+      log_warning(reader.name(), ": encoded with a different tokenizer (checksum ", checksum->second, ", ",
+                  flags.tokenizer_model, " has ", tokenizer->checksum(),
+                  "): the pieces shown are that model's, not the text's");
+    }
+  }
   const io::RecordType* type = io::find_record_type(header.message_type());
   std::unique_ptr<google::protobuf::Message> record;
   if (type) record.reset(google::protobuf::MessageFactory::generated_factory()->GetPrototype(type->descriptor)->New());

@@ -34,6 +34,8 @@ expect_exit 3 "$work/small.tokens: encoded with another tokenizer (checksum " \
 [ ! -e "$work/mixed" ] || fail "a refused build-corpus left $work/mixed behind"
 expect_exit 3 "$work/big.tokens: record 1: token id" "$CABERT" inspect "$work/big.tokens" -m "$work/small.model"
 grep -qF "is outside the vocabulary of $work/small.model (size 60)" "$work/err" || fail "vocabulary not named: $(cat "$work/err")"
+grep -qF "$work/big.tokens: encoded with a different tokenizer (checksum " "$work/err" ||
+  fail "inspect -m with another tokenizer does not say so: $(cat "$work/err")"
 
 # An empty directory where shards are expected is a usage error, not a crash.
 mkdir -p "$work/no-shards"
