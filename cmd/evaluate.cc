@@ -251,7 +251,10 @@ void run_evaluate(const EvaluateCommand& command) {
   if (!command.task.empty()) {
     tasks::TaskDefinition requested;
     if (!tasks::known_task(command.task, &requested)) requested.name = command.task;
-    bool same_outputs = requested.kind == definition.kind && requested.labels == definition.labels;
+    // Same outputs from the same kind of input (MNLI -> AX): a single-sentence model never sees a pair's second
+    // sentence (SST-2 -> MRPC would score it on the first sentences alone).
+    bool same_outputs =
+        requested.kind == definition.kind && requested.labels == definition.labels && requested.pair == definition.pair;
     if (requested.name != definition.name && !(requested.glue && same_outputs)) {
       throw UsageError(str(command.model, " was fine-tuned on ", definition.name, "; it cannot be evaluated as ",
                            requested.name));

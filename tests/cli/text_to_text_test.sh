@@ -79,6 +79,9 @@ expect_exit 2 "needs an encoder-decoder" "$CABERT" -q finetune --preset bert-tin
   --task text-to-text --train "$work/qc.tsv" --dev "$work/qc.tsv" --model-dir "$work/bad2"
 expect_exit 2 "expected one of the labels of SST-2 (0, 1), got 'pos'" "$CABERT" -q finetune --init "$checkpoint" \
   --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" --label-text pos=positive --model-dir "$work/bad3"
+# A model of a single-sentence task is not scored as a pair task with the same labels (SST-2 as MRPC).
+expect_exit 2 "was fine-tuned on SST-2; it cannot be evaluated as MRPC" "$CABERT" -q evaluate \
+  --model "$work/pretrained/best.cabert" --task MRPC --data "$work/dev.tsv"
 # --resume continues translation fine-tuning only: elsewhere it is refused, not ignored (a silent fresh start).
 expect_exit 2 "--resume: only translation fine-tuning resumes (from MODEL_DIR/last.cabert); SST-2 fine-tuning starts" \
   "$CABERT" -q finetune --init "$checkpoint" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" \
