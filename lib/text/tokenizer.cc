@@ -71,6 +71,16 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
   if (options.model_type != "unigram" && options.model_type != "bpe") {
     throw UsageError(str("--model-type: expected unigram or bpe, got '", options.model_type, "'"));
   }
+  // SentencePiece's own ranges, checked here so that a bad option is a usage error in cabert's words, not one
+  // of SentencePiece's internal assertions after the input was read.
+  if (options.num_sentinels < 0) throw UsageError(str("--sentinels: expected 0 or more, got ", options.num_sentinels));
+  if (!(options.character_coverage >= 0.98 && options.character_coverage <= 1.0)) {
+    throw UsageError(str("--character-coverage ", options.character_coverage,
+                         ": expected a value in [0.98, 1] (SentencePiece's range)"));
+  }
+  if (options.max_sentences > 0 && options.max_sentences <= 100) {
+    throw UsageError(str("--max-sentences ", options.max_sentences, ": expected 0 (all) or more than 100"));
+  }
   int specials = 5 + options.num_sentinels;
   if (options.vocab_size <= specials + 10) {
     throw UsageError(str("--vocab-size ", options.vocab_size, " leaves no room next to the ", specials,
@@ -93,8 +103,9 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
   auto status = sentencepiece::SentencePieceTrainer::Train(args.str(), &feeder, &model);
   feeder.finish();
   throw_if_interrupted();
-  if (!status.ok()) throw Error(str("SentencePiece training failed: ", status.ToString()));
+  // Checked first: SentencePiece reports an empty input as an internal assertion.
   if (feeder.count() == 0) throw DataError("tokenize train: the inputs hold no text");
+  if (!status.ok()) throw Error(str("SentencePiece training failed: ", status.ToString()));
 
   sentencepiece::SentencePieceProcessor processor;
   status = processor.LoadFromSerializedProto(model);

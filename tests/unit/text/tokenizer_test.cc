@@ -94,5 +94,31 @@ TEST(Tokenizer, VocabularyTooSmallForTheSpecialsIsAUsageError) {
   EXPECT_THROW(train_tokenizer(options), UsageError);
 }
 
+// SentencePiece's option ranges are cabert's usage errors, and an empty input is bad input, both in cabert's
+// words (they were SentencePiece's internal assertions, exit 1).
+TEST(Tokenizer, OptionsOutsideSentencePiecesRangesAndAnEmptyInputAreRefusedInCabertsWords) {
+  TokenizerTrainOptions options;
+  options.inputs = {source_dir() + "/tests/data/sentences.txt"};
+  options.vocab_size = 200;
+  options.num_sentinels = 0;
+  options.model_prefix = temp_dir() + "/ranges";
+  TokenizerTrainOptions bad = options;
+  bad.num_sentinels = -1;
+  EXPECT_EQ(testing::usage_error_message([&] { train_tokenizer(bad); }), "--sentinels: expected 0 or more, got -1");
+  bad = options;
+  bad.character_coverage = 0.9;
+  EXPECT_EQ(testing::usage_error_message([&] { train_tokenizer(bad); }),
+            "--character-coverage 0.9: expected a value in [0.98, 1] (SentencePiece's range)");
+  bad = options;
+  bad.max_sentences = 50;
+  EXPECT_EQ(testing::usage_error_message([&] { train_tokenizer(bad); }),
+            "--max-sentences 50: expected 0 (all) or more than 100");
+  bad = options;
+  bad.inputs = {temp_dir() + "/empty.txt"};
+  write_text(bad.inputs[0], "");
+  EXPECT_EQ(testing::data_error_message([&] { train_tokenizer(bad); }), "tokenize train: the inputs hold no text");
+  EXPECT_FALSE(std::filesystem::exists(options.model_prefix + ".model"));
+}
+
 }  // namespace
 }  // namespace cabert::text
