@@ -268,10 +268,8 @@ void run_evaluate(const EvaluateCommand& command) {
     }
     if (std::find(definition.labels.begin(), definition.labels.end(), command.unmatched_label) ==
         definition.labels.end()) {
-      std::string labels;
-      for (const auto& label : definition.labels) labels += str(labels.empty() ? "" : ", ", label);
       throw UsageError(str("--unmatched-label ", command.unmatched_label, ": expected one of ", definition.name,
-                           "'s labels (", labels, ")"));
+                           "'s labels (", joined(definition.labels), ")"));
     }
   }
   std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;

@@ -60,24 +60,12 @@ std::string compact_text(const google::protobuf::Message& record) {
   printer.SetSingleLineMode(true);
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const FieldDescriptor* field = descriptor->field(i);
-    bool numeric_list = field->is_repeated() && field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE &&
-                        field->cpp_type() != FieldDescriptor::CPPTYPE_STRING;
-    if (numeric_list) {
-      int size = reflection->FieldSize(record, field);
-      if (size == 0) continue;
-      out += field->name() + ": [";
-      for (int k = 0; k < size; ++k) {
-        std::string value;
-        printer.PrintFieldValueToString(record, field, k, &value);
-        out += (k ? " " : "") + value;
-      }
-      out += "] ";
-    } else if (field->is_map()) {
+    if (field->is_map()) {
       // Every entry, sorted by key (a map's order is unspecified): values: {loss: 6.9, tokens: 437}
+      const FieldDescriptor* key_field = field->message_type()->map_key();
       std::vector<std::pair<std::string, std::string>> entries;
       for (int k = 0; k < reflection->FieldSize(record, field); ++k) {
         const google::protobuf::Message& entry = reflection->GetRepeatedMessage(record, field, k);
-        const FieldDescriptor* key_field = field->message_type()->map_key();
         std::string key, value;
         if (key_field->cpp_type() == FieldDescriptor::CPPTYPE_STRING) {
           key = entry.GetReflection()->GetString(entry, key_field);  // unquoted, as the keys are names
@@ -93,13 +81,16 @@ std::string compact_text(const google::protobuf::Message& record) {
       for (size_t k = 0; k < entries.size(); ++k) out += (k ? ", " : "") + entries[k].first + ": " + entries[k].second;
       out += "} ";
     } else if (field->is_repeated()) {
+      // Every element: numbers space-separated (token ids: [2 57 3]), strings and messages comma-separated.
+      const bool numbers =
+          field->cpp_type() != FieldDescriptor::CPPTYPE_MESSAGE && field->cpp_type() != FieldDescriptor::CPPTYPE_STRING;
       const int size = reflection->FieldSize(record, field);
       if (size == 0) continue;
       out += field->name() + ": [";
       for (int k = 0; k < size; ++k) {
         std::string value;
         printer.PrintFieldValueToString(record, field, k, &value);
-        out += (k ? ", " : "") + value;
+        out += (k ? (numbers ? " " : ", ") : "") + value;
       }
       out += "] ";
     } else if (reflection->HasField(record, field)) {

@@ -11,7 +11,6 @@
 #include "lib/io/record_file.h"
 #include "lib/text/text_source.h"
 #include "lib/text/tokenizer.h"
-#include "lib/text/utf8.h"
 
 namespace cabert::cmd {
 namespace {
@@ -45,10 +44,7 @@ void run_encode(const EncodeFlags& flags) {
   pb::TokenizedText record;
   std::string line;
   uint64_t tokens = 0;
-  while (reader.next(&line)) {
-    if (std::string problem = text::utf8_problem(line); !problem.empty()) {
-      throw DataError(at_line(reader.name(), reader.line_number(), problem));
-    }
+  while (reader.next_utf8(&line)) {
     record.Clear();
     record.set_line(reader.line_number());
     for (int id : tokenizer.encode(line)) record.add_ids(id);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace cabert {
 
@@ -18,6 +19,9 @@ std::string str(Parts&&... parts) {
   (out << ... << std::forward<Parts>(parts));
   return out.str();
 }
+
+// "a, b, c": a list of names (labels, options) inside a message.
+std::string joined(const std::vector<std::string>& items);
 
 class Error : public std::runtime_error {
  public:

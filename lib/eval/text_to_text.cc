@@ -113,19 +113,16 @@ void submission_labels_only(SplitPredictions* predictions, const tasks::TaskDefi
                             const std::string& unmatched_label, const std::string& path) {
   const std::set<std::string> labels(definition.labels.begin(), definition.labels.end());
   size_t unmatched = 0, first = 0;
-  for (size_t i = predictions->predictions.size(); i-- > 0;) {
-    if (labels.count(predictions->predictions[i]) == 0) {
-      ++unmatched;
-      first = i;
-    }
+  for (size_t i = 0; i < predictions->predictions.size(); ++i) {
+    if (labels.count(predictions->predictions[i]) == 0 && unmatched++ == 0) first = i;
   }
   if (unmatched == 0) return;
   if (unmatched_label.empty()) {
     throw DataError(str(path, ": ", unmatched, " of ", predictions->predictions.size(),
                         " outputs match no label text (the first, row ", predictions->ids[first], ": \"",
                         predictions->predictions[first],
-                        "\"), and a submission holds only the task's labels; "
-                        "none written. --unmatched-label LABEL writes such rows as LABEL"));
+                        "\"), and a submission holds only the task's labels; none written. --unmatched-label LABEL "
+                        "writes such rows as LABEL"));
   }
   for (auto& prediction : predictions->predictions) {
     if (labels.count(prediction) == 0) prediction = unmatched_label;

@@ -149,9 +149,7 @@ TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOpti
           continue;
         }
       } else if (std::find(task.labels.begin(), task.labels.end(), example.label) == task.labels.end()) {
-        std::string set;
-        for (const auto& label : task.labels) set += (set.empty() ? "" : ", ") + label;
-        bad_row(str(task.name, " label '", example.label, "' is not one of {", set, "}"));
+        bad_row(str(task.name, " label '", example.label, "' is not one of {", joined(task.labels), "}"));
         continue;
       }
     }

@@ -31,9 +31,7 @@ LabelMap::LabelMap(std::vector<std::string> labels) : labels_(std::move(labels))
 int LabelMap::index(const std::string& label, const std::string& file, uint64_t line) const {
   auto it = std::find(labels_.begin(), labels_.end(), label);
   if (it != labels_.end()) return static_cast<int>(it - labels_.begin());
-  std::string set;
-  for (const auto& known : labels_) set += (set.empty() ? "" : ", ") + known;
-  throw DataError(at_line(file, line, str("expected a label in {", set, "}, got '", label, "'")));
+  throw DataError(at_line(file, line, str("expected a label in {", joined(labels_), "}, got '", label, "'")));
 }
 
 const std::string& LabelMap::label(int index) const {

@@ -21,12 +21,6 @@ const std::map<std::string, std::vector<std::string>>& glue_label_texts() {
   return texts;
 }
 
-std::string joined(const std::vector<std::string>& items) {
-  std::string out;
-  for (const auto& item : items) out += (out.empty() ? "" : ", ") + item;
-  return out;
-}
-
 }  // namespace
 
 Verbalizer make_verbalizer(const TaskDefinition& definition, const std::vector<std::string>& assignments) {

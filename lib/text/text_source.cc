@@ -66,6 +66,14 @@ bool LineReader::next(std::string* line) {
   return true;
 }
 
+bool LineReader::next_utf8(std::string* line) {
+  if (!next(line)) return false;
+  if (std::string problem = utf8_problem(*line); !problem.empty()) {
+    throw DataError(at_line(name_, line_number_, problem));
+  }
+  return true;
+}
+
 namespace {
 
 // "*** START OF ..." / "*** END OF ...", and the older ebooks' "***START OF ..." (e.g. #27942): three
@@ -184,7 +192,7 @@ bool SentenceSource::fill() {
   while (queue_.empty()) {
     if (!reader_ && !open_next()) return false;
     std::string line;
-    if (!reader_->next(&line)) {
+    if (!reader_->next_utf8(&line)) {
       if (format_ != TextFormat::kLines) flush_paragraph();
       if (format_ == TextFormat::kGutenberg && !seen_gutenberg_start_) {
         throw DataError(str(reader_->name(), ": no '*** START OF' marker found; is this a Project Gutenberg "
@@ -195,10 +203,6 @@ bool SentenceSource::fill() {
       if (!queue_.empty()) return true;
       if (!reader_) return false;
       continue;
-    }
-    // Bytes that are not UTF-8 (a Latin-1 file, a binary one) would become [UNK]s silently.
-    if (std::string problem = utf8_problem(line); !problem.empty()) {
-      throw DataError(at_line(reader_->name(), reader_->line_number(), problem));
     }
     if (format_ == TextFormat::kGutenberg) {
       if (is_gutenberg_marker(line, "START OF")) {

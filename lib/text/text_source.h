@@ -30,6 +30,9 @@ class LineReader {
   // False at the end of input. The line has no '\n' / '\r\n' and, on line 1, no BOM. A line longer than
   // max_line_bytes() is a DataError naming the file and the line.
   bool next(std::string* line);
+  // next(), and a line that is not UTF-8 (a Latin-1 or binary file) a DataError "FILE:LINE: invalid UTF-8 at
+  // byte column N ...": for raw text, which has no bad rows to skip and would become [UNK]s.
+  bool next_utf8(std::string* line);
   uint64_t line_number() const { return line_number_; }
   const std::string& name() const { return name_; }
   // Bytes consumed so far (for progress).

@@ -400,8 +400,8 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       metrics_writer->close();
       log_info("finetune: stopped; ", definition.name,
                " fine-tuning does not resume (only --task translation does): ", options.model_dir,
-               " keeps the records and the best checkpoint of every epoch finished so far; run "
-               "the command again to start afresh");
+               " keeps the records and the best checkpoint of every epoch finished so far; run the command again "
+               "to start afresh");
     }
     throw;
   }

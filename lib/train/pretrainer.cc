@@ -85,8 +85,6 @@ struct CorpusTokenizer {
   int64_t vocab_size = 0;  // 0: not recorded
 };
 
-// What build-corpus recorded about the tokenizer, the same in every shard (each one is checked: shards of
-// different tokenizers would train on ids that mean different pieces).
 // The shards of one build-corpus run are PREFIX-<i>-of-<n> (lib/data/corpus_builder.h). A shard given twice, or
 // the shards of two runs under one PREFIX with different --shards (a rebuild that left the old set: `corpus-*`
 // matches both), would repeat examples and leak held-out ones into training: refused. Sets under different
@@ -120,6 +118,8 @@ void check_shard_sets(const std::vector<std::string>& shards) {
   }
 }
 
+// What build-corpus recorded about the tokenizer, the same in every shard (each one is checked: shards of
+// different tokenizers would train on ids that mean different pieces).
 CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
   check_shard_sets(shards);
   CorpusTokenizer first;
