@@ -1,6 +1,8 @@
 #include "lib/train/resume_options.h"
 
+#include <filesystem>
 #include <set>
+#include <sstream>
 
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
@@ -26,6 +28,27 @@ const std::set<std::string>& length_options() {
   return names;
 }
 
+std::vector<std::string> comma_separated(const std::string& value) {
+  std::vector<std::string> items;
+  std::istringstream in(value);
+  for (std::string item; std::getline(in, item, ',');) items.push_back(item);
+  return items;
+}
+
+// Two spellings of one value: the same text, or (item by item of a comma-separated list) names of one existing
+// file, such as `corpus`, `./corpus` and its absolute path.
+bool same_value(const std::string& before, const std::string& after) {
+  if (before == after) return true;
+  const std::vector<std::string> old_items = comma_separated(before), new_items = comma_separated(after);
+  if (old_items.size() != new_items.size()) return false;
+  for (size_t i = 0; i < old_items.size(); ++i) {
+    if (old_items[i] == new_items[i]) continue;
+    std::error_code error;
+    if (!std::filesystem::equivalent(old_items[i], new_items[i], error) || error) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 std::vector<OptionChange> changed_run_options(const std::map<std::string, std::string>& before,
@@ -34,7 +57,7 @@ std::vector<OptionChange> changed_run_options(const std::map<std::string, std::s
   for (const auto& [name, old_value] : before) {
     if (operational_options().count(name)) continue;
     const auto now = after.find(name);
-    if (now != after.end() && now->second != old_value) changes.push_back({name, old_value, now->second});
+    if (now != after.end() && !same_value(old_value, now->second)) changes.push_back({name, old_value, now->second});
   }
   return changes;
 }

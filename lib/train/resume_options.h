@@ -18,7 +18,8 @@ struct OptionChange {
 };
 
 // Differences among the options that define a run. An option only one side knows (one a newer cabert added,
-// recorded with its default from then on) is not a change.
+// recorded with its default from then on) is not a change, nor is another name of the same file (`./corpus` for
+// `corpus`; item by item in comma-separated lists).
 std::vector<OptionChange> changed_run_options(const std::map<std::string, std::string>& before,
                                               const std::map<std::string, std::string>& after);
 

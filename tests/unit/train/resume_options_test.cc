@@ -1,11 +1,15 @@
 // --resume with changed options (lib/train/resume_options.h): operational options change freely, the length
 // with a message, anything else is refused with every change named unless --allow-changed-options.
+#include "lib/train/resume_options.h"
+
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
 
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
 #include "lib/io/checkpoint_file.h"
-#include "lib/train/resume_options.h"
 #include "tests/test_paths.h"
 
 namespace cabert {
@@ -19,6 +23,25 @@ TEST(ResumeOptions, OnlyOptionsThatDefineTheRunCount) {
   const auto changes = train::changed_run_options(before, after);
   ASSERT_EQ(changes.size(), 3u);
   EXPECT_EQ(train::describe_changes(changes), "--lr 0.001 (was 0.0003), --set dropout=0.2 (was ''), --steps 200 (was 100)");
+}
+
+TEST(ResumeOptions, AnotherNameOfTheSameFileIsNoChange) {
+  const std::string dir = testing::temp_dir();
+  for (const char* name : {"/c-00000-of-00002", "/c-00001-of-00002", "/other"}) {
+    std::ofstream(dir + name) << "x";
+  }
+  const std::string first = dir + "/c-00000-of-00002", second = dir + "/c-00001-of-00002";
+  const std::map<std::string, std::string> before = {{"corpus", first + "," + second}, {"init", dir + "/other"}};
+  const std::map<std::string, std::string> same = {
+      {"corpus", dir + "/./c-00000-of-00002," + dir + "/../" + std::filesystem::path(dir).filename().string() +
+                     "/c-00001-of-00002"},
+      {"init", dir + "//other"}};
+  EXPECT_TRUE(train::changed_run_options(before, same).empty());
+  const std::map<std::string, std::string> swapped = {{"corpus", second + "," + first}, {"init", dir + "/other"}};
+  EXPECT_EQ(train::describe_changes(train::changed_run_options(before, swapped)),
+            "--corpus " + second + "," + first + " (was " + first + "," + second + ")");
+  const std::map<std::string, std::string> fewer = {{"corpus", first}, {"init", dir + "/missing"}};
+  EXPECT_EQ(train::changed_run_options(before, fewer).size(), 2u);
 }
 
 TEST(ResumeOptions, CheckpointOptionsAgainstTheResumingCommand) {
