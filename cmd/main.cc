@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "cmd/commands.h"
+#include "cmd/config_errors.h"
 #include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
@@ -40,9 +41,7 @@ void record_options(const CLI::App& command) {
     } else {
       value = option->get_default_str();
     }
-    std::string name = option->get_name(false, true);
-    while (!name.empty() && name.front() == '-') name.erase(0, 1);
-    options[name] = value;
+    options[option->get_single_name()] = value;  // the long name ("output" for -o,--output)
   }
 }
 
@@ -173,6 +172,10 @@ int run(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& error) {
+    if (const std::string located = locate_config_error(error.what(), run_context().argv); !located.empty()) {
+      log_message(LogLevel::kError, located);
+      return static_cast<int>(ExitCode::kUsage);
+    }
     int code = app.exit(error);
     return code == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
   }
@@ -195,7 +198,12 @@ int main(int argc, char** argv) {
     }
     return code;
   } catch (const cabert::Error& error) {
-    cabert::log_message(cabert::LogLevel::kError, error.what());
+    std::string message = error.what();
+    if (error.exit_code() == static_cast<int>(cabert::ExitCode::kUsage)) {
+      const std::string located = cabert::cmd::locate_config_error(message, cabert::run_context().argv);
+      if (!located.empty()) message = located;
+    }
+    cabert::log_message(cabert::LogLevel::kError, message);
     return error.exit_code();
   } catch (const c10::Error& error) {
     cabert::log_message(cabert::LogLevel::kError, error.what_without_backtrace());

@@ -51,7 +51,19 @@ done
 grep -qxF 'tokenize.train.vocab-size=321' "$work/tok.toml" || fail "tokenize train: $(cat "$work/tok.toml")"
 
 # Bad files are usage errors naming the problem; a key that names no option is refused, not ignored.
-printf '[pretrain]\nstepz=5\n' > "$work/typo.toml"
-expect_exit 2 "stepz" "$CABERT" --config "$work/typo.toml" pretrain --corpus "$work/corpus" --model-dir "$work/c"
+# Each names the file and line when the key or the bad value is the file's.
+printf 'seed = 7\n\n[pretrain]\n# a comment\nstepz=5\n' > "$work/typo.toml"
+expect_exit 2 "$work/typo.toml:5: 'pretrain.stepz' names no option of this command" \
+  "$CABERT" --config "$work/typo.toml" pretrain --corpus "$work/corpus" --model-dir "$work/c"
+printf 'pretrain.lr = 3e-4\npretrain.steps = "abc"\n' > "$work/value.toml"
+expect_exit 2 "$work/value.toml:2: Could not convert: --steps = abc" \
+  "$CABERT" --config "$work/value.toml" pretrain --corpus "$work/corpus" --model-dir "$work/c"
+printf '[pretrain]\nlr = 3e-4\nsteps = 0\n' > "$work/zero.toml"
+expect_exit 2 "$work/zero.toml:3: --steps: expected a positive count, got 0" \
+  "$CABERT" --config "$work/zero.toml" pretrain --corpus "$work/corpus" --model-dir "$work/c"
+# The command line's value overrides the file's: its error is the command line's, with no file named.
+expect_exit 2 "--steps: expected a positive count, got -1" \
+  "$CABERT" --config "$work/zero.toml" pretrain --corpus "$work/corpus" --model-dir "$work/c" --steps -1
+if grep -q "zero.toml" "$work/err"; then fail "a command-line value blamed on the config file: $(cat "$work/err")"; fi
 expect_exit 2 "$work/missing.toml" "$CABERT" --config "$work/missing.toml" pretrain --corpus "$work/corpus"
 echo "config_file: ok"
