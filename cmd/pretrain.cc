@@ -30,16 +30,23 @@ struct PretrainFlags {
   train::PretrainOptions options;
 };
 
-// 5 + the number of sentinel tokens of the corpus tokenizer, when the corpus names one that exists here.
+// 5 + the number of sentinel tokens of the corpus tokenizer: as the corpus recorded it, else (a corpus of an
+// earlier cabert) from the tokenizer it names, when that exists here.
 int64_t first_regular_id_of(const std::string& shard) {
   io::RecordReader reader(shard);
-  auto found = reader.header().metadata().find("tokenizer");
-  if (found == reader.header().metadata().end() || !std::filesystem::exists(found->second)) {
+  const auto& metadata = reader.header().metadata();
+  if (auto sentinels = metadata.find("sentinels"); sentinels != metadata.end()) {
+    return text::SpecialTokens::kFirstSentinel + parse_integer(sentinels->second, 0,
+                                                               std::numeric_limits<int32_t>::max(),
+                                                               str(reader.name(), ": header metadata sentinels"));
+  }
+  auto found = metadata.find("tokenizer");
+  if (found == metadata.end() || !std::filesystem::exists(found->second)) {
     log_warning("pretrain: the corpus does not name a tokenizer that exists here; treating ids 0-4 as special");
-    return 5;
+    return text::SpecialTokens::kFirstSentinel;
   }
   text::Tokenizer tokenizer(found->second);
-  return 5 + tokenizer.num_sentinels();
+  return text::SpecialTokens::kFirstSentinel + tokenizer.num_sentinels();
 }
 
 void run(PretrainFlags& flags) {

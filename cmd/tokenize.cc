@@ -36,10 +36,7 @@ void run_train(TrainFlags& flags) {
 void run_encode(const EncodeFlags& flags) {
   text::Tokenizer tokenizer(flags.model);
   text::LineReader reader(flags.input);
-  io::RecordWriter writer(flags.output, "cabert.pb.TokenizedText",
-                          {{"tokenizer", flags.model},
-                           {"tokenizer_checksum", tokenizer.checksum()},
-                           {"vocab_size", std::to_string(tokenizer.vocab_size())}});
+  io::RecordWriter writer(flags.output, "cabert.pb.TokenizedText", text::tokenizer_metadata(tokenizer));
   Progress progress("tokenize encode", "lines", 0);
   pb::TokenizedText record;
   std::string line;

@@ -59,11 +59,7 @@ CorpusStats build_corpus(const CorpusOptions& options) {
   std::map<std::string, std::string> metadata = {{"max_length", std::to_string(options.max_length)},
                                                  {"seed", std::to_string(options.seed)},
                                                  {"shards", std::to_string(options.shards)}};
-  if (tokenizer) {
-    metadata["tokenizer"] = options.tokenizer_model;
-    metadata["tokenizer_checksum"] = tokenizer->checksum();
-    metadata["vocab_size"] = std::to_string(tokenizer->vocab_size());
-  }
+  if (tokenizer) metadata.merge(text::tokenizer_metadata(*tokenizer));
 
   CorpusStats stats;
   uint64_t total_bytes = 0;
@@ -121,7 +117,7 @@ CorpusStats build_corpus(const CorpusOptions& options) {
                               recorded == metadata.end() ? "none" : recorded->second,
                               "); give token files of one tokenizer, or pass -m to check them against it"));
         }
-        for (const char* key : {"tokenizer", "tokenizer_checksum", "vocab_size"}) {
+        for (const std::string& key : text::tokenizer_metadata_keys()) {
           auto found = header_metadata.find(key);
           if (found != header_metadata.end()) metadata[key] = found->second;
         }

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <limits>
 #include <streambuf>
 
@@ -219,7 +220,13 @@ struct RecordReader::ZstdContext {
   ~ZstdContext() { ZSTD_freeDCtx(context); }
 };
 
-RecordReader::RecordReader(const std::string& path) : RecordReader(display_name(path), open_input(path)) {}
+RecordReader::RecordReader(const std::string& path) : RecordReader(display_name(path), open_input(path)) {
+  std::error_code error;
+  if (path != "-" && std::filesystem::is_regular_file(path, error)) {
+    const uintmax_t size = std::filesystem::file_size(path, error);
+    if (!error) file_size_ = size;
+  }
+}
 
 RecordReader::RecordReader(std::string name, std::unique_ptr<std::istream> in)
     : name_(std::move(name)), in_(std::move(in)), zstd_(std::make_unique<ZstdContext>()) {
@@ -346,6 +353,15 @@ std::string RecordReader::decompress_frame(const Marker& marker, const std::stri
 
 void RecordReader::skip_frame(const Marker& marker) {
   uint64_t remaining = marker.compressed_size;
+  if (file_size_ > 0 && !header_.appended()) {  // a growing file's size is a moving target: read through it
+    if (remaining > file_size_ - std::min(offset_, file_size_)) {
+      fail(marker.offset, "truncated file: the last frame ends early");
+    }
+    in_->seekg(static_cast<std::streamoff>(remaining), std::ios::cur);
+    if (!*in_) fail(marker.offset, "cannot seek over the frame");
+    offset_ += remaining;
+    return;
+  }
   char buffer[1 << 16];
   while (remaining > 0) {
     size_t want = static_cast<size_t>(std::min<uint64_t>(remaining, sizeof(buffer)));
@@ -387,9 +403,9 @@ bool RecordReader::load_next_records_frame() {
     if (marker.kind == kFooterFrame) {
       std::string data = read_frame(marker);
       if (!footer_.ParseFromString(data)) fail(marker.offset, "corrupted footer");
-      if (stride_ == 1 && footer_.record_count() != records_read_) {
+      if (footer_.record_count() != records_read_ + records_skipped_) {
         fail(marker.offset, str("corrupted file: the footer counts ", footer_.record_count(), " records, ",
-                                records_read_, " were read"));
+                                records_read_ + records_skipped_, " were found"));
       }
       char extra;  // the footer ends the file: more bytes are a second file appended (`cat a b`) or damage
       if (read_some(&extra, 1) != 0) {
@@ -400,7 +416,7 @@ bool RecordReader::load_next_records_frame() {
       return false;
     }
     if (marker.kind != kRecordsFrame) fail(marker.offset, "corrupted file: unexpected frame kind");
-    bool selected = (record_frame_index_++ % stride_) == phase_;
+    bool selected = (record_frame_index_++ % stride_) == phase_ && !skip_all_;
     if (!selected) {
       records_skipped_ += marker.record_count;
       skip_frame(marker);
@@ -453,6 +469,15 @@ bool RecordReader::next_view(const char** data, size_t* size) {
   ++records_read_;
   ++frame_records_seen_;
   return true;
+}
+
+uint64_t RecordReader::skip_to_end() {
+  if (records_read_ + records_skipped_ > 0 || done_) throw Error("internal: skip_to_end() after next()");
+  skip_all_ = true;
+  const char* data = nullptr;
+  size_t size = 0;
+  next_view(&data, &size);  // loads no frame: skips them all up to the footer
+  return records_skipped_;
 }
 
 bool RecordReader::next_bytes(std::string* bytes) {

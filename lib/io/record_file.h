@@ -94,6 +94,10 @@ class RecordReader {
   bool next(google::protobuf::Message* record);
   // Same, without parsing: the serialized bytes of the next record.
   bool next_bytes(std::string* bytes);
+  // Before any next(): walks the frames by their markers without decompressing the records (seeking over them in
+  // a regular file) and reads the footer, so a truncated or damaged file is refused before a long job starts
+  // on it rather than when it gets there. Returns the number of records; DataError as next() would throw.
+  uint64_t skip_to_end();
 
   uint64_t records_read() const { return records_read_; }
   // The position in the file of the record next() returned last (0-based; frames select_frames() skipped
@@ -133,6 +137,8 @@ class RecordReader {
   pb::Footer footer_;
   uint64_t offset_ = 0, records_read_ = 0, records_skipped_ = 0, record_frame_index_ = 0;
   uint32_t phase_ = 0, stride_ = 1;
+  bool skip_all_ = false;
+  uint64_t file_size_ = 0;  // a regular file's size, for seeking over skipped frames; 0: not seekable
   std::string frame_;
   size_t frame_position_ = 0;
   uint64_t frame_offset_ = 0;

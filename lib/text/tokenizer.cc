@@ -4,7 +4,9 @@
 #include <sentencepiece_trainer.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <sstream>
+#include <unordered_map>
 
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
@@ -87,20 +89,32 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
                          " special tokens"));
   }
   std::string control = "[CLS],[SEP],[MASK]";
-  for (int i = 0; i < options.num_sentinels; ++i) control += "," + sentinel_piece(i);
-  std::ostringstream args;
-  args << "--model_type=" << options.model_type << " --vocab_size=" << options.vocab_size
-       << " --pad_id=0 --pad_piece=[PAD] --unk_id=1 --unk_piece=[UNK] --bos_id=-1 --eos_id=-1"
-       << " --control_symbols=" << control << " --character_coverage=" << options.character_coverage
-       << " --input_sentence_size=" << options.max_sentences << " --shuffle_input_sentence=true"
-       << " --num_threads=" << std::max(options.threads, 1)
-       << " --normalization_rule_name=" << (options.lowercase ? "nmt_nfkc_cf" : "nmt_nfkc")
-       << " --byte_fallback=" << (options.byte_fallback ? "true" : "false") << " --hard_vocab_limit=false --minloglevel=2";
+  for (int i = 0; i < options.num_sentinels; ++i) control.append(",").append(sentinel_piece(i));
+  // As a map, not a command line: SentencePiece logs a command line (2 KB with 100 sentinels) whatever the log
+  // level, since minloglevel is one of its arguments.
+  const std::unordered_map<std::string, std::string> args = {
+      {"model_type", options.model_type},
+      {"vocab_size", std::to_string(options.vocab_size)},
+      {"pad_id", "0"},
+      {"pad_piece", "[PAD]"},
+      {"unk_id", "1"},
+      {"unk_piece", "[UNK]"},
+      {"bos_id", "-1"},
+      {"eos_id", "-1"},
+      {"control_symbols", control},
+      {"character_coverage", str(options.character_coverage)},
+      {"input_sentence_size", std::to_string(options.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", std::to_string(std::max(options.threads, 1))},
+      {"normalization_rule_name", options.lowercase ? "nmt_nfkc_cf" : "nmt_nfkc"},
+      {"byte_fallback", options.byte_fallback ? "true" : "false"},
+      {"hard_vocab_limit", "false"},
+      {"minloglevel", "2"}};
   // Sentence sampling and shuffling inside the trainer draw from SentencePiece's global generator.
   sentencepiece::SetRandomGeneratorSeed(static_cast<unsigned int>(options.seed & 0x7fffffff));
   SentenceFeeder feeder(options);
   std::string model;
-  auto status = sentencepiece::SentencePieceTrainer::Train(args.str(), &feeder, &model);
+  auto status = sentencepiece::SentencePieceTrainer::Train(args, &feeder, &model);
   feeder.finish();
   throw_if_interrupted();
   // Checked first: SentencePiece reports an empty input as an internal assertion.
@@ -176,6 +190,18 @@ int Tokenizer::sentinel_id(int index) const {
     throw Error(str("sentinel ", index, " requested; ", path_, " has ", num_sentinels_));
   }
   return SpecialTokens::kFirstSentinel + index;
+}
+
+std::map<std::string, std::string> tokenizer_metadata(const Tokenizer& tokenizer) {
+  return {{"tokenizer", std::filesystem::absolute(tokenizer.path()).lexically_normal().string()},
+          {"tokenizer_checksum", tokenizer.checksum()},
+          {"vocab_size", std::to_string(tokenizer.vocab_size())},
+          {"sentinels", std::to_string(tokenizer.num_sentinels())}};
+}
+
+const std::vector<std::string>& tokenizer_metadata_keys() {
+  static const std::vector<std::string> keys = {"tokenizer", "tokenizer_checksum", "vocab_size", "sentinels"};
+  return keys;
 }
 
 }  // namespace cabert::text

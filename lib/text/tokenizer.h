@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,5 +71,12 @@ class Tokenizer {
 };
 
 std::string fnv1a64_hex(const std::string& bytes);
+
+// What a file of token ids records about the tokenizer that made them (tokenize encode, build-corpus): the
+// model's absolute path (so a later command run from another directory still finds it), checksum, vocab_size and
+// sentinels (the number of <extra_id_k>, which sets the first regular id even where the model file is gone).
+std::map<std::string, std::string> tokenizer_metadata(const Tokenizer& tokenizer);
+// Those keys, in the order they are written.
+const std::vector<std::string>& tokenizer_metadata_keys();
 
 }  // namespace cabert::text

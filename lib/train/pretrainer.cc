@@ -119,7 +119,8 @@ void check_shard_sets(const std::vector<std::string>& shards) {
 }
 
 // What build-corpus recorded about the tokenizer, the same in every shard (each one is checked: shards of
-// different tokenizers would train on ids that mean different pieces).
+// different tokenizers would train on ids that mean different pieces). Each shard is also checked whole (its
+// frames up to the footer, without decoding them): a truncated one is refused now, not hours into the run.
 CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
   check_shard_sets(shards);
   CorpusTokenizer first;
@@ -142,6 +143,11 @@ CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
     }
     if (i == 0) {
       first = shard;
+      // A corpus of an earlier cabert recorded the path as given; checkpoints record it absolute.
+      std::error_code error;
+      if (!first.tokenizer.empty() && fs::exists(first.tokenizer, error)) {
+        first.tokenizer = fs::absolute(first.tokenizer).lexically_normal().string();
+      }
     } else if (shard.checksum != first.checksum || shard.vocab_size != first.vocab_size) {
       throw DataError(str(reader.name(), ": built with tokenizer ", shard.tokenizer, " (checksum ",
                           shard.checksum.empty() ? "none" : shard.checksum, ", vocab_size ", shard.vocab_size,
@@ -149,6 +155,7 @@ CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
                           first.checksum.empty() ? "none" : first.checksum, ", vocab_size ", first.vocab_size,
                           "); every --corpus shard must come from one tokenizer"));
     }
+    reader.skip_to_end();
   }
   return first;
 }
@@ -200,6 +207,9 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
   const int world = communicator.world_size();
   const bool main_rank = communicator.is_main();
+  // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them; a bad corpus is refused
+  // before the model directory is made.
+  const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
   if (main_rank) {
     if (!options.resume) refuse_earlier_run(options.model_dir);
     fs::create_directories(options.model_dir);
@@ -209,9 +219,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     }
   }
 
-  // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them.
   pb::ModelConfig config = options.model;
-  const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
   const std::string& tokenizer = corpus.tokenizer;
   const std::string& tokenizer_checksum = corpus.checksum;
   int64_t step = 0;

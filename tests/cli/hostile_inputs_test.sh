@@ -67,4 +67,14 @@ expect_exit 3 "$work/latin1.txt:2: invalid UTF-8 at byte column 5 (0xff)" \
 [ ! -e "$work/latin1.corpus" ] || fail "a refused build-corpus left its output"
 expect_exit 3 "$work/latin1.txt:2: invalid UTF-8 at byte column 5 (0xff)" \
   "$CABERT" tokenize train -i "$work/latin1.txt" --vocab-size 100 --sentinels 0 --model-prefix "$work/latin1"
+# A truncated second shard is refused before the first step (it was found when training reached it), and the
+# run leaves no checkpoint.
+"$CABERT" -q build-corpus -m "$work/small.model" -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" -o "$work/two" \
+  --shards 2 --max-length 32
+second="$work/two-00001-of-00002"
+head -c $(( $(stat -c %s "$second") - 20 )) "$second" > "$work/cut" && mv "$work/cut" "$second"
+expect_exit 3 "$second: at byte offset " "$CABERT" pretrain --corpus "$work/two-00000-of-00002" --corpus "$second" \
+  --model-dir "$work/cut-run" --preset bert-tiny-none --steps 1 --batch-size 2 --eval-examples 0
+grep -qF "truncated file" "$work/err" || fail "the truncation is not named: $(cat "$work/err")"
+[ ! -e "$work/cut-run" ] || fail "pretrain refused a truncated shard after making its model directory"
 echo "hostile inputs: ok"

@@ -1,6 +1,8 @@
 # tokenize train -> encode | build-corpus -> inspect, through pipes; decode round trip.
 source "$(dirname "$0")/lib.sh"
-train_tokenizer
+train_tokenizer 2> "$work/train.err"
+# -q: nothing on stderr (SentencePiece logged its 2 KB command line whatever the level).
+[ ! -s "$work/train.err" ] || fail "tokenize train -q wrote to stderr: $(cat "$work/train.err")"
 [ -s "$work/tok.model" ] && [ -s "$work/tok.vocab" ] || fail "tokenizer files missing"
 head -5 "$work/tok.vocab" | cut -f1 | tr '\n' ' ' | grep -F '[PAD] [UNK] [CLS] [SEP] [MASK]' > /dev/null || fail "special tokens not at ids 0-4"
 
@@ -35,4 +37,23 @@ tr 'A-Z' 'a-z' < "$sentences" | diff - "$work/decoded.txt" || fail "round trip d
 "$CABERT" inspect "$work/corpus2" --json --limit -1 | grep -v '"header"' > "$work/a"
 grep -v '"header"' "$work/inspect.json" > "$work/b"
 diff "$work/a" "$work/b" >/dev/null || fail "text input and token-record input gave different corpora"
+
+# A corpus built with a relative -m records the tokenizer's absolute path and its sentinel count, and its header's
+# options under their long names: pretraining from another directory, even after the model file moved away,
+# treats the same ids as special (it warned and treated the sentinels as ordinary tokens).
+mkdir -p "$work/here" "$work/elsewhere"
+cp "$work/tok.model" "$work/here/moved.model"
+(cd "$work/here" && "$CABERT" -q build-corpus -m moved.model -i "$sentences" -o corpus --max-length 32)
+"$CABERT" inspect "$work/here/corpus" --json --limit 0 | head -1 > "$work/header.json"
+python3 - "$work/header.json" "$work/here/moved.model" <<'PY'
+import json, sys
+header = json.load(open(sys.argv[1]))["header"]
+assert header["metadata"]["tokenizer"] == sys.argv[2], header["metadata"]
+assert header["metadata"]["sentinels"] == "4", header["metadata"]
+assert header["options"]["model"] == "moved.model" and header["options"]["output"] == "corpus", header["options"]
+PY
+rm "$work/here/moved.model"
+(cd "$work/elsewhere" && "$CABERT" pretrain --preset bert-tiny-composite --corpus ../here/corpus --model-dir m \
+  --steps 1 --batch-size 2 --eval-examples 1 2> err) || fail "pretrain from another directory: $(cat "$work/elsewhere/err")"
+if grep -q "does not name a tokenizer" "$work/elsewhere/err"; then fail "the corpus's sentinel count was not used"; fi
 echo "pipeline: ok"

@@ -115,6 +115,34 @@ TEST(RecordFile, EveryTruncationIsReportedWithNameAndOffset) {
   EXPECT_NE(message.find(std::to_string(footer_marker)), std::string::npos) << message;
 }
 
+// skip_to_end() checks a whole file without decoding its records: the same count as reading them, and every cut
+// point a reader would find only at the end is found up front, from a file and from a pipe alike.
+TEST(RecordFile, SkipToEndCountsTheRecordsAndFindsEveryTruncation) {
+  std::string dir = temp_dir();
+  std::string bytes = write_records(dir + "/full.cbr", 300);
+  {
+    RecordReader reader(dir + "/full.cbr");
+    EXPECT_EQ(reader.skip_to_end(), 300u);
+    EXPECT_EQ(reader.footer().record_count(), 300u);
+    pb::TokenizedText record;
+    EXPECT_FALSE(reader.next(&record));
+  }
+  RecordReader piped("<pipe>", std::make_unique<std::istringstream>(bytes));
+  EXPECT_EQ(piped.skip_to_end(), 300u);
+  const size_t header_end = bytes.find(std::string("\x5B\x2A\x4D\x18\x18\0\0\0\x02", 9), 40);
+  ASSERT_NE(header_end, std::string::npos);
+  for (size_t cut = header_end; cut < bytes.size(); cut += 5) {
+    const std::string path = dir + "/cut.cbr";
+    write_text(path, bytes.substr(0, cut));
+    const std::string message = data_error_message([&] { RecordReader(path).skip_to_end(); });
+    EXPECT_NE(message.find(path + ": at byte offset "), std::string::npos) << "cut at " << cut << ": " << message;
+    EXPECT_NE(message.find("truncated"), std::string::npos) << "cut at " << cut << ": " << message;
+    const std::string piped_message = data_error_message(
+        [&] { RecordReader("<pipe>", std::make_unique<std::istringstream>(bytes.substr(0, cut))).skip_to_end(); });
+    EXPECT_NE(piped_message.find("truncated"), std::string::npos) << "cut at " << cut << ": " << piped_message;
+  }
+}
+
 // The footer ends the file: a second file after it (`cat a.cbr b.cbr`) or a stray byte is refused, at its offset,
 // not silently left unread.
 TEST(RecordFile, BytesAfterTheFooterAreRefused) {
