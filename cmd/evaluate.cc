@@ -200,8 +200,7 @@ std::string predictions_path(const std::string& target, const std::string& metri
   return target;
 }
 
-void write_predictions(const std::string& path, const eval::SplitPredictions& predictions,
-                       const tasks::TaskDefinition& definition) {
+std::string predictions_text(const eval::SplitPredictions& predictions, const tasks::TaskDefinition& definition) {
   std::string text;
   if (definition.kind == tasks::TaskKind::kSpan) {
     nlohmann::ordered_json json = nlohmann::ordered_json::object();  // the official scripts' {id: answer}
@@ -222,7 +221,7 @@ void write_predictions(const std::string& path, const eval::SplitPredictions& pr
       text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores + "\n";
     }
   }
-  write_file_atomically(path, text);
+  return text;
 }
 
 void run_evaluate(const EvaluateCommand& command) {
@@ -313,11 +312,38 @@ void run_evaluate(const EvaluateCommand& command) {
     writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",
                                                 std::map<std::string, std::string>{{"model", model_name}});
   }
-  std::printf("| task | data | examples | score | metrics |\n|---|---|---:|---:|---|\n");
-  std::map<std::string, std::string> written;  // prediction file -> the data file it holds
+  // Every file is read, and where its predictions go settled, before the first prediction: a bad row in the
+  // last file, or two files for one submission name, fail at once, before anything is written or printed.
+  struct Split {
+    std::string path, target;  // target: the predictions file ("" without --predictions)
+    tasks::TaskSplit split;
+  };
+  std::vector<Split> splits;
+  std::map<std::string, std::string> targets;  // prediction file -> the data file it holds
   for (const auto& path : files) {
-    tasks::TaskSplit split = tasks::read_task_file(definition, path, source);
-    if (split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
+    Split entry{path, "", tasks::read_task_file(definition, path, source)};
+    if (entry.split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
+    if (!command.predictions.empty()) {
+      entry.target = predictions_path(command.predictions, entry.split.metrics_task,
+                                      definition.kind == tasks::TaskKind::kSpan, files.size());
+      auto [earlier, inserted] = targets.emplace(entry.target, path);
+      if (!inserted) {  // e.g. SST-2's test and dev files: both are SST-2.tsv in a directory
+        throw UsageError(str("--predictions: ", earlier->second, " and ", path, " would both be written to ",
+                             entry.target,
+                             " (the task's submission name), the second over the first; evaluate them "
+                             "in separate runs or with separate --predictions directories"));
+      }
+    }
+    splits.push_back(std::move(entry));
+  }
+
+  std::printf("| task | data | examples | score | metrics |\n|---|---|---:|---:|---|\n");
+  struct Output {
+    std::string path, text;
+    size_t count;
+  };
+  std::vector<Output> outputs;  // written once every file is scored: all of them or none
+  for (const auto& [path, target, split] : splits) {
     eval::SplitPredictions predictions =
         text_to_text ? eval::predict_text_to_text(loaded_text.model, definition, loaded_text.verbalizer, split, tokenizer,
                                                   predict)
@@ -325,19 +351,7 @@ void run_evaluate(const EvaluateCommand& command) {
     if (text_to_text && !predictions.labeled && !command.predictions.empty()) {
       eval::submission_labels_only(&predictions, definition, command.unmatched_label, path);
     }
-    if (!command.predictions.empty()) {
-      std::string target = predictions_path(command.predictions, split.metrics_task,
-                                            definition.kind == tasks::TaskKind::kSpan, files.size());
-      auto earlier = written.find(target);
-      if (earlier != written.end()) {  // e.g. SST-2's test and dev files: both are SST-2.tsv in a directory
-        throw UsageError(str("--predictions: ", earlier->second, " and ", path, " would both be written to ", target,
-                             " (the task's submission name), the second over the first; evaluate them in separate "
-                             "runs or with separate --predictions directories"));
-      }
-      write_predictions(target, predictions, definition);
-      written[target] = path;
-      log_info("evaluate: ", predictions.ids.size(), " predictions -> ", target);
-    }
+    if (!target.empty()) outputs.push_back({target, predictions_text(predictions, definition), predictions.ids.size()});
     if (!predictions.labeled) {
       std::printf("| %s | %s | %zu | - | unlabelled (test) file: predictions only |\n", split.metrics_task.c_str(),
                   path.c_str(), split.size());
@@ -364,6 +378,10 @@ void run_evaluate(const EvaluateCommand& command) {
       record.set_checkpoint(fs::absolute(command.model).lexically_normal().string());
       writer->write(record);
     }
+  }
+  for (const auto& output : outputs) {
+    write_file_atomically(output.path, output.text);
+    log_info("evaluate: ", output.count, " predictions -> ", output.path);
   }
   if (writer) writer->close();
 }

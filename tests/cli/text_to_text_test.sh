@@ -45,11 +45,24 @@ grep -q "| SST-2 |" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/e
 [ "$(wc -l < "$work/pred.tsv")" = 101 ] || fail "expected 100 predictions + header, got $(wc -l < "$work/pred.tsv")"
 # Predictions are SST-2's labels (or, for an output matching no label, that output); gold is 0/1.
 awk -F'\t' 'NR > 1 && $3 != "0" && $3 != "1" { exit 1 }' "$work/pred.tsv" || fail "gold column: $(head -3 "$work/pred.tsv")"
-# Two SST-2 files into one --predictions directory would both be SST-2.tsv: the second is refused, the first kept.
+# Two SST-2 files into one --predictions directory would both be SST-2.tsv: refused before anything is scored
+# or written, so the SST-2.tsv an earlier run wrote there is kept.
 head -n 51 "$work/dev.tsv" > "$work/dev-half.tsv"
+"$CABERT" -q evaluate --model "$work/pretrained/best.cabert" --data "$work/dev.tsv" --predictions "$work/subs/" \
+  > /dev/null
+cp "$work/subs/SST-2.tsv" "$work/subs-before.tsv"
 expect_exit 2 "would both be written to" "$CABERT" -q evaluate --model "$work/pretrained/best.cabert" \
   --data "$work/dev.tsv" "$work/dev-half.tsv" --predictions "$work/subs/"
 [ "$(wc -l < "$work/subs/SST-2.tsv")" = 101 ] || fail "the first file's predictions were overwritten"
+cmp -s "$work/subs/SST-2.tsv" "$work/subs-before.tsv" || fail "the refused run changed $work/subs/SST-2.tsv"
+[ ! -s "$work/out" ] || fail "the refused run printed a table: $(cat "$work/out")"
+# Several files where a later one is bad: no file's predictions are written (the first file's were, before it
+# failed).
+{ head -n 11 "$work/dev.tsv"; printf 'a sentence\tnot-a-label\n'; } > "$work/dev-bad.tsv"
+mkdir -p "$work/multi"
+expect_exit 3 "$work/dev-bad.tsv:12: " "$CABERT" -q evaluate --model "$work/pretrained/best.cabert" \
+  --data "$work/dev.tsv" "$work/dev-bad.tsv" --predictions "$work/multi/"
+[ -z "$(ls -A "$work/multi")" ] || fail "a failed evaluate left predictions: $(ls -A "$work/multi")"
 # A submission (a test file without labels) holds only SST-2's labels: outputs that match none are written as
 # --unmatched-label (or the file is refused, exit 3, when the model wrote any and none was given).
 { printf 'index\tsentence\n'; tail -n +2 "$work/dev.tsv" | head -n 40 | cut -f1 | awk '{print NR-1 "\t" $0}'; } \
