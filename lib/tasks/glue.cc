@@ -49,6 +49,7 @@ const GlueTask* find_glue_task(const std::string& name) {
 struct Columns {
   int text_a = -1, text_b = -1, label = -1, id = -1;
   size_t needed = 0;  // fields a row must have
+  size_t most = 0;    // fields a row may have: the header's (a row with more has a tab inside a text)
 };
 
 Columns columns_from_header(const GlueTask& task, const std::vector<std::string>& header, const std::string& path) {
@@ -70,6 +71,7 @@ Columns columns_from_header(const GlueTask& task, const std::vector<std::string>
                                          " in labelled files); the header has: ", got)));
   }
   columns.needed = static_cast<size_t>(std::max({columns.text_a, columns.text_b, columns.label, columns.id}) + 1);
+  columns.most = header.size();
   return columns;
 }
 
@@ -117,7 +119,7 @@ TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOpti
         // CoLA train/dev: no header; source, label, original mark, sentence.
         columns.text_a = 3;
         columns.label = 1;
-        columns.needed = 4;
+        columns.needed = columns.most = 4;
       } else {
         columns = columns_from_header(task, fields, path);
         data.labeled = columns.label >= 0;
@@ -132,6 +134,13 @@ TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOpti
     if (fields.size() < columns.needed) {
       bad_row(str("expected at least ", columns.needed, " tab-separated fields for ", task.name, ", got ",
                   fields.size()));
+      continue;
+    }
+    if (fields.size() > columns.most) {
+      // Its columns would be shifted: a piece of text read as the label, or a label as text.
+      bad_row(str("expected ", columns.most, " tab-separated fields for ", task.name,
+                  cola_raw && columns.most == 4 ? " (CoLA's source, label, mark, sentence)" : " as the header has",
+                  ", got ", fields.size(), " (a tab inside a text?)"));
       continue;
     }
     TaskExample example;

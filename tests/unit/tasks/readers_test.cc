@@ -48,7 +48,9 @@ TEST(GlueReader, ReadsEveryDistributionFileAsItIs) {
     EXPECT_EQ(data.skipped_rows, 0u);
     for (const auto& example : data.examples) {
       ASSERT_FALSE(example.text_a.empty()) << c.task << "/" << c.file << ":" << example.line;
-      if (!glue_task(c.task).text_b.empty()) ASSERT_FALSE(example.text_b.empty()) << c.task << ":" << example.line;
+      if (!glue_task(c.task).text_b.empty()) {
+        ASSERT_FALSE(example.text_b.empty()) << c.task << ":" << example.line;
+      }
     }
   }
   TaskData diagnostic = read_glue(glue_task("diagnostic"), glue + "/diagnostic/diagnostic.tsv");
@@ -83,6 +85,17 @@ TEST(GlueReader, MalformedRowsNameFileLineAndProblem) {
   write_text(dir + "/short.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\tonly one field\n");
   EXPECT_EQ(data_error_message([&] { read_glue(glue_task("RTE"), dir + "/short.tsv"); }),
             dir + "/short.tsv:3: expected at least 4 tab-separated fields for RTE, got 2");
+  // More fields than the header: the row's columns would be shifted (a piece of text read as the label).
+  write_text(dir + "/long.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\ta\tb\tc\tentailment\n");
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("RTE"), dir + "/long.tsv"); }),
+            dir +
+                "/long.tsv:3: expected 4 tab-separated fields for RTE as the header has, got 5 (a tab inside a "
+                "text?)");
+  write_text(dir + "/train.tsv", "gj04\t1\t\tA sentence.\ngj04\t0\t*\tA\tsentence.\n");
+  EXPECT_EQ(data_error_message([&] { read_glue(glue_task("CoLA"), dir + "/train.tsv"); }),
+            dir +
+                "/train.tsv:2: expected 4 tab-separated fields for CoLA (CoLA's source, label, mark, sentence), "
+                "got 5 (a tab inside a text?)");
   write_text(dir + "/label.tsv", "sentence\tlabel\ngood movie\t1\nbad movie\tpositive\n");
   EXPECT_EQ(data_error_message([&] { read_glue(glue_task("SST-2"), dir + "/label.tsv"); }),
             dir + "/label.tsv:3: SST-2 label 'positive' is not one of {0, 1}");
