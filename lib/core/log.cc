@@ -10,6 +10,8 @@
 #include <nlohmann/json.hpp>
 #include <regex>
 
+#include "lib/core/interrupt.h"
+
 namespace cabert {
 namespace {
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
@@ -74,6 +76,20 @@ void to_file(const std::string& time, const std::string& text_line, const std::s
   file.flush();
 }
 
+// The signal handler's JSON line carries what every line does (lib/core/interrupt.h).
+void refresh_signal_notice() {
+  if (log_format() != LogFormat::kJson) {
+    set_signal_notice_json("");
+    return;
+  }
+  nlohmann::json object = json_header("", "warning");
+  object.erase("time");
+  object["message"] = kSignalNotice;
+  std::string line = dump(object);  // keys in order: "time", the last of every line, is added by the handler
+  line.pop_back();
+  set_signal_notice_json(line + ",\"time\":\"");
+}
+
 }  // namespace
 
 void set_log_level(LogLevel level) { g_level = static_cast<int>(level); }
@@ -81,7 +97,10 @@ LogLevel log_level() { return static_cast<LogLevel>(g_level.load()); }
 void set_quiet(bool quiet) { g_quiet = quiet; }
 bool quiet() { return g_quiet; }
 
-void set_log_source(const std::string& value) { source() = value; }
+void set_log_source(const std::string& value) {
+  source() = value;
+  refresh_signal_notice();
+}
 const std::string& log_source() { return source(); }
 
 LogLevel parse_log_level(const std::string& name) {
@@ -97,7 +116,10 @@ LogFormat parse_log_format(const std::string& name) {
   if (name == "json") return LogFormat::kJson;
   throw UsageError(str("--log-format: expected text or json, got '", name, "'"));
 }
-void set_log_format(LogFormat format) { g_format = static_cast<int>(format); }
+void set_log_format(LogFormat format) {
+  g_format = static_cast<int>(format);
+  refresh_signal_notice();
+}
 LogFormat log_format() { return static_cast<LogFormat>(g_format.load()); }
 
 void set_log_file(const std::string& path) {
@@ -113,7 +135,10 @@ void set_log_file(const std::string& path) {
 
 bool logging_to_file() { return g_to_file; }
 
-void set_log_subcommand(const std::string& name) { subcommand() = name; }
+void set_log_subcommand(const std::string& name) {
+  subcommand() = name;
+  refresh_signal_notice();
+}
 
 void log_message(LogLevel level, const std::string& message, bool to_stderr) {
   std::lock_guard<std::mutex> lock(g_mutex);

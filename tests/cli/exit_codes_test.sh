@@ -45,4 +45,20 @@ code=0; wait $pid || code=$?
 [ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
 [ ! -e "$work/interrupted" ] || fail "an interrupted build-corpus left its output behind"
 ls -a "$work" | grep '\.tmp\.' > /dev/null && fail "temporary file left behind"
+# With --log-format json, the notice the signal handler writes is a JSON line like every other (it was text).
+( echo "One sentence."; sleep 3 ) | "$CABERT" --log-format json build-corpus -m "$work/tok.model" -i - \
+  -o "$work/interrupted" 2> "$work/json.err" &
+pid=$!
+sleep 1
+kill -TERM $pid 2>/dev/null || true
+code=0; wait $pid || code=$?
+[ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
+python3 - "$work/json.err" <<'PY' || fail "stderr under --log-format json: $(cat "$work/json.err")"
+import json, re, sys
+lines = open(sys.argv[1]).read().splitlines()
+objects = [json.loads(line) for line in lines]  # every line parses
+notice = [o for o in objects if o["message"].startswith("signal received")]
+assert len(notice) == 1 and notice[0]["level"] == "warning" and notice[0]["subcommand"] == "build-corpus", lines
+assert notice[0]["source"] == "cabert" and re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", notice[0]["time"]), lines
+PY
 echo "exit codes: ok"

@@ -1,14 +1,17 @@
 // --log-format json and --log-file (lib/core/log.h): every stderr line is one JSON object with its fields;
 // progress lines carry their numbers; the log file gets timestamped text lines; bad values are usage errors.
+#include "lib/core/log.h"
+
 #include <gtest/gtest.h>
 
+#include <ctime>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <regex>
 #include <sstream>
 
 #include "lib/core/errors.h"
-#include "lib/core/log.h"
+#include "lib/core/interrupt.h"
 #include "lib/core/progress.h"
 #include "tests/test_paths.h"
 
@@ -32,6 +35,24 @@ class LogFormatTest : public ::testing::Test {
     set_quiet(false);
   }
 };
+
+// The signal handler's clock (integer arithmetic only) against the C library's gmtime_r, across leap days, century
+// years, the epoch and before it.
+TEST(SignalNoticeTime, MatchesGmtime) {
+  std::vector<long long> moments = {0, -1, 951782400, 951868799, 4107542400, 1795751741, 253402300799, -2208988800};
+  for (long long s = -400LL * 366 * 86400; s < 500LL * 366 * 86400; s += 86400LL * 37 + 3607) moments.push_back(s);
+  for (long long seconds : moments) {
+    char mine[25] = {};
+    format_utc_time(seconds, 77, mine);
+    const std::time_t t = static_cast<std::time_t>(seconds);
+    std::tm utc{};
+    gmtime_r(&t, &utc);
+    char theirs[64];
+    std::snprintf(theirs, sizeof theirs, "%04d-%02d-%02dT%02d:%02d:%02d.077Z", utc.tm_year + 1900, utc.tm_mon + 1,
+                  utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec);
+    ASSERT_EQ(std::string(mine), std::string(theirs)) << seconds;
+  }
+}
 
 TEST_F(LogFormatTest, JsonLinesParseWithTheirFields) {
   set_log_format(LogFormat::kJson);
