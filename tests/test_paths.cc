@@ -67,7 +67,7 @@ std::string python_with(const std::string& modules) {
 #endif
   std::string result;
   if (python != nullptr && *python != '\0') {
-    std::string command = "'" + std::string(python) + "' -c 'import " + modules + "' >/dev/null 2>&1";
+    const std::string command = str("'", python, "' -c 'import ", modules, "' >/dev/null 2>&1");
     if (std::system(command.c_str()) == 0) result = python;
   }
   return found[modules] = result;

@@ -30,7 +30,9 @@ inline void philox_words(uint64_t seed, uint64_t offset, uint64_t first_block, i
     }
     uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
     for (int round = 0; round < philox::kRounds; ++round) {
+#if defined(_OPENMP)  // translation units built without -fopenmp (the tests) include this too
 #pragma omp simd
+#endif
       for (int64_t l = 0; l < L; ++l) {
         const uint64_t p0 = static_cast<uint64_t>(kMul0) * c0[l], p1 = static_cast<uint64_t>(kMul1) * c2[l];
         const uint32_t n0 = static_cast<uint32_t>(p1 >> 32) ^ c1[l] ^ k0;

@@ -87,7 +87,9 @@ TEST(TokenBudgetBatches, EveryExampleOnceWithinTheBudgetsSortedByLength) {
     const Seq2SeqExample& a = examples[order[i - 1]];
     const Seq2SeqExample& b = examples[order[i]];
     EXPECT_LE(a.source.size(), b.source.size()) << "position " << i;
-    if (a.source.size() == b.source.size()) EXPECT_LE(a.target.size(), b.target.size()) << "position " << i;
+    if (a.source.size() == b.source.size()) {
+      EXPECT_LE(a.target.size(), b.target.size()) << "position " << i;
+    }
   }
 }
 

@@ -378,7 +378,8 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
       auto fields = tasks::split_tabs(sst[1 + i]);
       std::string quoted = "\"";
       for (char c : fields[0]) quoted += c == '"' ? std::string("\"\"") : std::string(1, c);
-      text += "r" + std::to_string(i) + "," + quoted + "\"," + (fields[1] == "1" ? "pos" : "neg") + "\n";
+      text.append("r").append(std::to_string(i)).append(",").append(quoted).append("\",");
+      text.append(fields[1] == "1" ? "pos" : "neg").append("\n");
     }
     write_text(path, text);
   };

@@ -1,6 +1,6 @@
 // Manual throughput check (disabled by default; timings never assert anything):
-//   CABERT_BENCH_PRESET=bert-small-composite CABERT_BENCH_STEPS=3 \
-//   ./build/tests/cabert_tests --gtest_also_run_disabled_tests --gtest_filter='PretrainBench.*'
+//   CABERT_BENCH_PRESET=bert-small-composite CABERT_BENCH_STEPS=3 ./build/tests/cabert_tests
+//     --gtest_also_run_disabled_tests --gtest_filter='PretrainBench.*'   (one command line)
 // Batch 32 x 128 of random regular tokens; prints tokens/s of full pre-training steps (forward, backward,
 // AdamW update).
 #include <gtest/gtest.h>

@@ -594,7 +594,9 @@ TEST_F(PretrainTest, NonFiniteGradientSkipsTheUpdateAndStopsAfterTooManyInARow) 
   EXPECT_EQ(result.final_step, 3);
   Checkpoint after_two = load_checkpoint(checkpoint_path(plain, 2)), after_three = load_checkpoint(checkpoint_path(skipped, 3));
   for (const auto& [name, tensor] : after_two.tensors) {
-    if (name.rfind("model/", 0) == 0) EXPECT_TRUE(torch::equal(tensor, after_three.tensors.at(name))) << name;
+    if (name.rfind("model/", 0) == 0) {
+      EXPECT_TRUE(torch::equal(tensor, after_three.tensors.at(name))) << name;
+    }
   }
   int recorded = 0;
   for (const auto& record : read_metrics(skipped)) {
