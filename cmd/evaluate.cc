@@ -62,6 +62,41 @@ std::string record_model_name(const EvaluateCommand& command) {
   return directory.filename().string();
 }
 
+// Where the predictions of one data file go: inside a directory (an existing one, or a path ending in '/') as
+// `file_name` (GLUE's submission names, <TASK>.tsv; a translation's <source stem>.<target language>), else the given
+// file, which only one data file may use. A second data file for the same path is refused (`targets`: path -> the
+// data file it holds), before anything is scored.
+std::string predictions_path(const std::string& target, const std::string& file_name, const std::string& data_file,
+                             size_t files, std::map<std::string, std::string>* targets) {
+  std::error_code ec;
+  const bool directory = fs::is_directory(target, ec) || (!target.empty() && target.back() == '/');
+  if (!directory && files > 1) {
+    throw UsageError("--predictions: with several data files, give a directory (one file per data file)");
+  }
+  if (directory) create_output_directory(target, "--predictions");
+  const std::string path = directory ? (fs::path(target) / file_name).string() : target;
+  auto [earlier, inserted] = targets->emplace(path, data_file);
+  if (!inserted) {  // e.g. SST-2's test and dev files: both are SST-2.tsv in a directory
+    throw UsageError(str("--predictions: ", earlier->second, " and ", data_file, " would both be written to ", path,
+                         " (the same file name), the second over the first; evaluate them in separate runs or with "
+                         "separate --predictions directories"));
+  }
+  return path;
+}
+
+// Predictions held until every data file is scored, then written: all of them or none.
+struct PendingOutput {
+  std::string path, text;
+  size_t count;
+};
+
+void write_outputs(const std::vector<PendingOutput>& outputs, const char* what) {
+  for (const auto& output : outputs) {
+    write_file_atomically(output.path, output.text);
+    log_info("evaluate: ", output.count, " ", what, " -> ", output.path);
+  }
+}
+
 // An encoder-decoder checkpoint: translate the split, write the hypotheses (--predictions, one line per source
 // line), print and record BLEU and chrF.
 void run_translation_evaluate(const EvaluateCommand& command, torch::Device device) {
@@ -104,22 +139,37 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
     writer = std::make_unique<io::RecordWriter>(command.output, "cabert.pb.TaskMetrics",
                                                 std::map<std::string, std::string>{{"model", model_name}});
   }
-  std::printf("| task | data | sentences | BLEU | chrF | details |\n|---|---|---:|---:|---:|---|\n");
+  // Every file is read first, as for the tasks below.
+  struct Split {
+    std::string path, target;
+    tasks::ParallelData pairs;
+  };
+  std::vector<Split> splits;
+  std::map<std::string, std::string> targets;
   for (const auto& path : command.data) {
-    tasks::ParallelData pairs = tasks::read_translation_split(path, command.split, files);
-    if (pairs.pairs.empty()) {
-      throw DataError(str(pairs.source_path, ": expected sentence pairs to translate, got none"));
+    Split entry{path, "", tasks::read_translation_split(path, command.split, files)};
+    if (entry.pairs.pairs.empty()) {
+      throw DataError(str(entry.pairs.source_path, ": expected sentence pairs to translate, got none"));
     }
+    if (!command.predictions.empty()) {
+      const std::string name = fs::path(entry.pairs.source_path).stem().string() + "." + files.target_lang;
+      entry.target =
+          predictions_path(command.predictions, name, entry.pairs.source_path, command.data.size(), &targets);
+    }
+    splits.push_back(std::move(entry));
+  }
+  std::printf("| task | data | sentences | BLEU | chrF | details |\n|---|---|---:|---:|---:|---|\n");
+  std::vector<PendingOutput> outputs;
+  for (const auto& [path, target, pairs] : splits) {
     std::vector<data::Seq2SeqExample> examples = tasks::encode_pairs(
         pairs, tokenizer, limit("max_source_tokens"), limit("max_target_tokens"));
     std::vector<std::string> references;
     for (const auto& pair : pairs.pairs) references.push_back(pair.target);
     std::vector<std::string> hypotheses = eval::translate_examples(loaded.model, examples, tokenizer, translate);
-    if (!command.predictions.empty()) {
+    if (!target.empty()) {
       std::string text;
       for (const auto& line : hypotheses) text += line + "\n";
-      write_file_atomically(command.predictions, text);
-      log_info("evaluate: ", hypotheses.size(), " translations -> ", command.predictions);
+      outputs.push_back({target, std::move(text), hypotheses.size()});
     }
     eval::TranslationScores scores = eval::score_translations(hypotheses, references);
     const std::string task = tasks::translation_task_name(files);
@@ -140,6 +190,7 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
       writer->write(record);
     }
   }
+  write_outputs(outputs, "translations");
   if (writer) writer->close();
 }
 
@@ -183,21 +234,6 @@ void run_summarize(const EvaluateCommand& command) {
   } else {
     write_file_atomically(command.output, text);
   }
-}
-
-// Where the predictions of `split` go: inside a directory as <TASK>.tsv / .json (GLUE's submission names),
-// else the given file (only one data file then).
-std::string predictions_path(const std::string& target, const std::string& metrics_task, bool squad, size_t files) {
-  std::error_code ec;
-  bool directory = fs::is_directory(target, ec) || (!target.empty() && target.back() == '/');
-  if (directory) {
-    fs::create_directories(target);
-    return (fs::path(target) / (metrics_task + (squad ? ".json" : ".tsv"))).string();
-  }
-  if (files > 1) {
-    throw UsageError("--predictions: with several data files, give a directory (one file per task split)");
-  }
-  return target;
 }
 
 std::string predictions_text(const eval::SplitPredictions& predictions, const tasks::TaskDefinition& definition) {
@@ -324,25 +360,15 @@ void run_evaluate(const EvaluateCommand& command) {
     Split entry{path, "", tasks::read_task_file(definition, path, source)};
     if (entry.split.size() == 0) throw DataError(str(path, ": expected examples to evaluate, got none"));
     if (!command.predictions.empty()) {
-      entry.target = predictions_path(command.predictions, entry.split.metrics_task,
-                                      definition.kind == tasks::TaskKind::kSpan, files.size());
-      auto [earlier, inserted] = targets.emplace(entry.target, path);
-      if (!inserted) {  // e.g. SST-2's test and dev files: both are SST-2.tsv in a directory
-        throw UsageError(str("--predictions: ", earlier->second, " and ", path, " would both be written to ",
-                             entry.target,
-                             " (the task's submission name), the second over the first; evaluate them "
-                             "in separate runs or with separate --predictions directories"));
-      }
+      const bool squad = definition.kind == tasks::TaskKind::kSpan;
+      entry.target = predictions_path(command.predictions, entry.split.metrics_task + (squad ? ".json" : ".tsv"), path,
+                                      files.size(), &targets);
     }
     splits.push_back(std::move(entry));
   }
 
   std::printf("| task | data | examples | score | metrics |\n|---|---|---:|---:|---|\n");
-  struct Output {
-    std::string path, text;
-    size_t count;
-  };
-  std::vector<Output> outputs;  // written once every file is scored: all of them or none
+  std::vector<PendingOutput> outputs;
   for (const auto& [path, target, split] : splits) {
     eval::SplitPredictions predictions =
         text_to_text ? eval::predict_text_to_text(loaded_text.model, definition, loaded_text.verbalizer, split, tokenizer,
@@ -379,10 +405,7 @@ void run_evaluate(const EvaluateCommand& command) {
       writer->write(record);
     }
   }
-  for (const auto& output : outputs) {
-    write_file_atomically(output.path, output.text);
-    log_info("evaluate: ", output.count, " predictions -> ", output.path);
-  }
+  write_outputs(outputs, "predictions");
   if (writer) writer->close();
 }
 
@@ -402,7 +425,8 @@ void add_evaluate(CLI::App& app) {
   sub->add_option("--predictions", command->predictions,
                   "Per-example predictions: TSV (id, prediction, gold, scores); GLUE test files give the "
                   "submission TSV (index, prediction), SQuAD the {id: answer} JSON. A directory gets <TASK>.tsv. "
-                  "Translation: the hypotheses, one line per source line");
+                  "Translation: the hypotheses, one line per source line (a directory gets <source stem>.<target "
+                  "language>). Several --data files need a directory; all are written once every file is scored");
   sub->add_option("--name", command->name, "Model name in the metrics record (default: the checkpoint's directory)");
   sub->add_option("--batch-size", command->batch_size, "Evaluation batch size")->capture_default_str();
   auto* threshold = sub->add_option("--null-threshold", command->null_threshold,

@@ -32,6 +32,16 @@ before=$(md5sum < "$work/model/best.cabert")
 grep -q "translation-de-en" "$work/evaluate.out" || fail "evaluate table: $(cat "$work/evaluate.out")"
 grep -q "BLEU = " "$work/evaluate.out" || fail "evaluate printed no sacreBLEU line: $(cat "$work/evaluate.out")"
 "$CABERT" evaluate --summarize "$work/test.metrics" | grep "translation-de-en" > /dev/null || fail "--summarize lacks the task"
+# Several data files: one --predictions file would hold only the last one's hypotheses (each overwrote the one
+# before), so it is refused before anything is translated; a directory gets one file per data file.
+expect_exit 2 "--predictions: with several data files, give a directory" "$CABERT" -q evaluate \
+  --model "$work/model/best.cabert" --data "$work/dev.tsv" "$work/test.tsv" --predictions "$work/both.en"
+[ ! -s "$work/out" ] && [ ! -e "$work/both.en" ] || fail "the refused evaluate printed or wrote something"
+head -n 7 "$work/test.tsv" > "$work/seven.tsv"
+"$CABERT" -q evaluate --model "$work/model/best.cabert" --data "$work/dev.tsv" "$work/seven.tsv" \
+  --predictions "$work/hyps/" > /dev/null
+[ "$(wc -l < "$work/hyps/dev.en")" = 20 ] && [ "$(wc -l < "$work/hyps/seven.en")" = 7 ] ||
+  fail "expected 20 and 7 hypotheses: $(wc -l "$work"/hyps/*)"
 
 # A translation checkpoint exports (it names its task plainly, not as a classification task's JSON).
 "$CABERT" -q export --model "$work/model/best.cabert" -o "$work/exported"
