@@ -56,8 +56,9 @@ AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
   if (is_stdio(path_)) return;
   std::error_code ec;
   const fs::file_status existing = fs::status(path_, ec);  // through symbolic links
-  if (fs::is_directory(existing)) {
-    throw UsageError(str(path_, ": is a directory, expected the path of an output file"));
+  if (fs::is_directory(existing) || (!path_.empty() && path_.back() == '/')) {
+    throw UsageError(str(path_, ": ", fs::is_directory(existing) ? "is a directory" : "ends in '/'",
+                         ", expected the path of an output file"));
   }
   if (fs::exists(existing) && !fs::is_regular_file(existing)) {
     // A device (/dev/null), a FIFO, a socket, /dev/stdout: written in place, as a shell redirection writes it.
@@ -72,6 +73,8 @@ AtomicOutput::AtomicOutput(std::string path) : path_(std::move(path)) {
   if (ec) target = path_;
   target_ = target.string();
   if (target.has_parent_path()) fs::create_directories(target.parent_path(), ec);
+  // What a killed writer of this same output left (its PID no longer runs).
+  remove_stale_temporaries(target.has_parent_path() ? target.parent_path().string() : ".", target.filename().string());
   temp_path_ = (target.has_parent_path() ? target.parent_path() / "" : fs::path()).string() + "." +
                target.filename().string() + ".tmp." + std::to_string(getpid());
   file_ = std::make_unique<std::ofstream>(temp_path_, std::ios::binary | std::ios::trunc);
@@ -90,20 +93,41 @@ void sync_path(const std::string& path, bool directory) {
   }
 }
 
-size_t remove_stale_temporaries(const std::string& dir) {
-  static const std::regex pattern("\\..+\\.tmp\\.([0-9]+)");
+size_t remove_stale_temporaries(const std::string& dir, const std::string& only) {
+  static const std::regex pattern("\\.(.+)\\.tmp\\.([0-9]+)");
   size_t removed = 0;
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) return 0;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::smatch match;
     const std::string name = entry.path().filename().string();
-    if (!std::regex_match(name, match, pattern)) continue;
-    const pid_t writer = static_cast<pid_t>(std::stol(match[1]));
+    if (!only.empty() && name.compare(0, only.size() + 6, "." + only + ".tmp.") != 0) continue;  // cheap first
+    if (!std::regex_match(name, match, pattern) || (!only.empty() && match[1] != only)) continue;
+    const pid_t writer = static_cast<pid_t>(std::stol(match[2]));
     if (writer == getpid() || ::kill(writer, 0) == 0 || errno != ESRCH) continue;  // its writer may still run
     if (fs::remove(entry.path(), ec)) ++removed;
   }
   return removed;
+}
+
+void create_output_directory(const std::string& dir, const std::string& option) {
+  std::error_code ec;
+  const fs::file_status existing = fs::status(dir, ec);
+  if (fs::exists(existing) && !fs::is_directory(existing)) {
+    throw UsageError(str(option, " ", dir, ": is a file, expected a directory"));
+  }
+  fs::create_directories(dir, ec);
+  if (ec) {
+    // A file where a parent directory should be is the user's to fix too.
+    for (fs::path parent = fs::path(dir).parent_path(); !parent.empty(); parent = parent.parent_path()) {
+      std::error_code ignored;
+      if (fs::exists(parent, ignored) && !fs::is_directory(parent, ignored)) {
+        throw UsageError(str(option, " ", dir, ": ", parent.string(), " is a file, expected a directory"));
+      }
+      if (parent == parent.parent_path()) break;
+    }
+    throw Error(str(option, " ", dir, ": cannot create the directory: ", ec.message()));
+  }
 }
 
 AtomicOutput::~AtomicOutput() {

@@ -59,8 +59,13 @@ class AtomicOutput {
 void sync_path(const std::string& path, bool directory);
 
 // Removes the temporary files (".NAME.tmp.PID") that AtomicOutput left in `dir` when its process was killed
-// (their PID no longer runs). Returns how many.
-size_t remove_stale_temporaries(const std::string& dir);
+// (their PID no longer runs); with `name`, only those of that output file. Returns how many.
+size_t remove_stale_temporaries(const std::string& dir, const std::string& name = "");
+
+// Creates the output directory `dir` (and its parents) that `option` names ("--model-dir"): a file in its place
+// is a UsageError ("--model-dir runs/a: is a file, expected a directory"), any other failure an Error with the
+// system's reason, instead of std::filesystem's raw message.
+void create_output_directory(const std::string& dir, const std::string& option);
 
 // Writes `contents` to `path` atomically.
 void write_file_atomically(const std::string& path, const std::string& contents);

@@ -115,7 +115,7 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
 
 void write_model_dir(const std::string& dir, const Named& tensors, const nlohmann::json& config,
                      const text::Tokenizer& tokenizer, int max_length, const std::string& readme) {
-  fs::create_directories(dir);
+  create_output_directory(dir, "--output");
   io::write_tensors_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
   write_tokenizer_files(dir, tokenizer, max_length);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "lib/core/files.h"
+
 namespace cabert::pictures {
 
 plot::Heatmap matrix_heatmap(const torch::Tensor& matrix) {
@@ -20,7 +22,7 @@ int grid_columns(size_t panels, int max_columns) {
 }
 
 std::vector<std::string> write_figures(const std::vector<NamedFigure>& figures, const std::string& dir) {
-  std::filesystem::create_directories(dir);
+  create_output_directory(dir, "--pictures");
   std::vector<std::string> written;
   for (const auto& named : figures) {
     std::string path = (std::filesystem::path(dir) / named.file).string();

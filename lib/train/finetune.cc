@@ -2,16 +2,17 @@
 
 #include <algorithm>
 #include <chrono>
-#include <csignal>
 #include <cmath>
-#include <map>
+#include <csignal>
 #include <filesystem>
+#include <map>
 #include <numeric>
 #include <random>
 
 #include "lib/config/model_config_text.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
+#include "lib/core/files.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
@@ -24,10 +25,10 @@
 #include "lib/io/record_file.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
-#include "lib/train/optimizer.h"
-#include "lib/train/schedule.h"
 #include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
+#include "lib/train/optimizer.h"
+#include "lib/train/schedule.h"
 #include "lib/train/text_to_text_learner.h"
 #include "lib/train/update_guard.h"
 
@@ -215,7 +216,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
            ", epochs ", epochs, ", warm-up ", warmup,
            " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
 
-  fs::create_directories(options.model_dir);
+  create_output_directory(options.model_dir, "--model-dir");
   FinetuneSummary summary;
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
@@ -261,7 +262,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
 
       std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
-      if (!run_dir.empty()) fs::create_directories(run_dir);
+      if (!run_dir.empty()) create_output_directory(run_dir, "--model-dir");
       std::string run_checkpoint = run_dir.empty() ? summary.checkpoint : (fs::path(run_dir) / "best.cabert").string();
       double best_score = -1e300;
       std::vector<pb::TaskMetrics> best_records;

@@ -212,7 +212,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
   if (main_rank) {
     if (!options.resume) refuse_earlier_run(options.model_dir);
-    fs::create_directories(options.model_dir);
+    create_output_directory(options.model_dir, "--model-dir");
     // What a killed run was writing when it died.
     if (size_t removed = remove_stale_temporaries(options.model_dir)) {
       log_info("pretrain: removed ", removed, " temporary file(s) a killed run left in ", options.model_dir);

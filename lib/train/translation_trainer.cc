@@ -12,9 +12,10 @@
 #include "lib/config/model_config_text.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
-#include "lib/core/numbers.h"
+#include "lib/core/files.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
+#include "lib/core/numbers.h"
 #include "lib/core/progress.h"
 #include "lib/core/random.h"
 #include "lib/eval/task_model_loader.h"
@@ -198,7 +199,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
            ", ", options.epochs, " epochs");
 
   // Model and optimizer.
-  fs::create_directories(options.model_dir);
+  create_output_directory(options.model_dir, "--model-dir");
   const std::string last_path = (fs::path(options.model_dir) / "last.cabert").string();
   uint64_t seed = options.seed;
   torch::manual_seed(seed);

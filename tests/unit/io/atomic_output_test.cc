@@ -1,7 +1,6 @@
 // AtomicOutput (lib/core/files.h): nothing appears under the final name before commit(), and the temporary
 // files a killed writer leaves are recognised by their dead PID and removed, those of live writers kept.
 #include <gtest/gtest.h>
-
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -10,6 +9,7 @@
 #include <fstream>
 #include <thread>
 
+#include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "tests/test_paths.h"
 
@@ -83,6 +83,48 @@ TEST(AtomicOutput, StaleTemporariesOfDeadWritersAreRemoved) {
   EXPECT_TRUE(fs::exists(mine));
   EXPECT_TRUE(fs::exists(other));
   EXPECT_EQ(remove_stale_temporaries(dir + "/absent"), 0u);
+}
+
+// A new writer of an output removes what a killed writer of the same output left (`kill -9` of tokenize encode
+// left .OUT.tmp.PID for good), and nothing else.
+TEST(AtomicOutput, ANewWriterRemovesTheKilledWritersTemporaryOfTheSameOutput) {
+  const std::string dir = testing::temp_dir();
+  const pid_t child = fork();
+  if (child == 0) _exit(0);
+  waitpid(child, nullptr, 0);
+  const std::string dead = dir + "/.tokens.cbr.tmp." + std::to_string(child);
+  const std::string dead_other = dir + "/.corpus.tmp." + std::to_string(child);
+  const std::string alive = dir + "/.tokens.cbr.tmp." + std::to_string(getppid());
+  for (const auto& path : {dead, dead_other, alive}) testing::write_text(path, "x");
+  AtomicOutput out(dir + "/tokens.cbr");
+  EXPECT_FALSE(fs::exists(dead));
+  EXPECT_TRUE(fs::exists(dead_other));
+  EXPECT_TRUE(fs::exists(alive));
+  EXPECT_EQ(remove_stale_temporaries(dir, "corpus"), 1u);
+  EXPECT_FALSE(fs::exists(dead_other));
+}
+
+TEST(AtomicOutput, APathEndingInASlashIsRefused) {
+  const std::string path = testing::temp_dir() + "/new/";
+  try {
+    AtomicOutput out(path);
+    FAIL() << "a path ending in '/' was accepted as an output file";
+  } catch (const UsageError& error) {
+    EXPECT_EQ(std::string(error.what()), path + ": ends in '/', expected the path of an output file");
+  }
+  EXPECT_FALSE(fs::exists(path));
+}
+
+TEST(CreateOutputDirectory, AFileInItsPlaceIsAUsageError) {
+  const std::string dir = testing::temp_dir();
+  testing::write_text(dir + "/file", "x");
+  EXPECT_EQ(testing::usage_error_message([&] { create_output_directory(dir + "/file", "--model-dir"); }),
+            "--model-dir " + dir + "/file: is a file, expected a directory");
+  EXPECT_EQ(testing::usage_error_message([&] { create_output_directory(dir + "/file/sub/run", "--model-dir"); }),
+            "--model-dir " + dir + "/file/sub/run: " + dir + "/file is a file, expected a directory");
+  create_output_directory(dir + "/a/b", "--model-dir");
+  EXPECT_TRUE(fs::is_directory(dir + "/a/b"));
+  create_output_directory(dir + "/a/b", "--model-dir");  // already there: fine
 }
 
 }  // namespace
