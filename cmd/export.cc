@@ -9,6 +9,7 @@
 #include "cmd/commands.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
+#include "lib/eval/task_model_loader.h"
 #include "lib/interop/export_model.h"
 #include "lib/interop/import_model.h"
 #include "lib/pictures/curve_pictures.h"
@@ -50,6 +51,14 @@ void draw_pictures(const ExportFlags& flags) {
                              "', which is not there; pass --tokenizer MODEL"));
       }
       text::Tokenizer tokenizer(tokenizer_path);
+      // As for the export: ids of another tokenizer would draw the maps of other tokens (or index past the
+      // embedding table).
+      eval::check_tokenizer_matches(tokenizer, checkpoint.info, flags.model);
+      if (flags.max_tokens > checkpoint.info.model().max_length()) {
+        log_info("export: --max-tokens ", flags.max_tokens, " is more than the model's max_length ",
+                 checkpoint.info.model().max_length(), "; the sentence is drawn up to ",
+                 checkpoint.info.model().max_length(), " tokens");
+      }
       for (auto& figure : pictures::sentence_figures(checkpoint, tokenizer, flags.sentence, name, flags.max_tokens,
                                                      flags.max_offset)) {
         figures.push_back(figure);

@@ -22,6 +22,8 @@ d = sys.argv[1]
 config = json.load(open(f"{d}/config.json"))
 assert config["model_type"] == "convbert" and config["architectures"] == ["ConvBertForMaskedLM"], config
 assert config["cabert"]["model"]["convbert"]["conv_kernel_size"] == 5, config["cabert"]
+# Float values as written (0.1), not widened from float32 (0.10000000149011612).
+assert (config["hidden_dropout_prob"], config["initializer_range"], config["layer_norm_eps"]) == (0.1, 0.02, 1e-12), config
 raw = open(f"{d}/model.safetensors", "rb").read()
 n = struct.unpack("<Q", raw[:8])[0]
 header = json.loads(raw[8:8 + n])
@@ -56,6 +58,13 @@ for picture in attention_layer0 attention_layer1 conv_kernels_layer0 conv_kernel
     fail "$picture.png is not a PNG: $(ls "$work/pics")"
 done
 expect_exit 2 "--pictures: nothing to draw" "$CABERT" export --model "$checkpoint" --pictures "$work/none"
+# Another tokenizer's ids would label the maps with other tokens (a larger one indexed past the embeddings, exit 1):
+# refused as the export refuses it, exit 3, nothing drawn.
+"$CABERT" -q tokenize train -i "$CABERT_SOURCE_DIR/tests/data/sentences.txt" --vocab-size 60 --sentinels 1 \
+  --model-prefix "$work/other"
+expect_exit 3 "$checkpoint: the checkpoint was trained with tokenizer " "$CABERT" export --model "$checkpoint" \
+  --pictures "$work/other-pics" --sentence "Alice was tired." --tokenizer "$work/other.model"
+[ ! -e "$work/other-pics" ] || fail "a refused picture export drew: $(ls "$work/other-pics")"
 expect_exit 2 "--labels: expected one label per --metrics file" "$CABERT" export --metrics "$work/pt/metrics.cabert" \
   --labels a b --pictures "$work/none"
 
