@@ -139,6 +139,28 @@ std::vector<ops::KernelPath> parse_paths(const std::string& name) {
   return {ops::parse_kernel_path(name)};
 }
 
+// Every size and count is checked before the first row runs: a bad value late in a list (--seq 128,512,0) came
+// after the earlier rows had run, and their records were lost with it.
+void check_bench_options(const BenchOptions& options) {
+  auto positive = [](const char* option, int64_t value) {
+    if (value < 1) throw UsageError(str(option, ": expected a positive number, got ", value));
+  };
+  positive("--batch", options.batch);
+  for (int64_t seq : options.seqs) positive("--seq", seq);
+  positive("--repeats", options.repeats);
+  if (options.warmup < 0) throw UsageError(str("--warmup: expected 0 or more, got ", options.warmup));
+  if (options.model.empty()) {
+    positive("--channels", options.channels);
+    positive("--heads", options.heads);
+    for (int64_t kernel : options.kernels) positive("--kernel", kernel);
+    if (options.channels % options.heads != 0) {
+      throw UsageError(str("bench: expected --channels divisible by --heads, got ", options.channels, " and ",
+                           options.heads));
+    }
+    if (!options.sets.empty()) throw UsageError("--set: changes the model of --model; --op benches take none");
+  }
+}
+
 void run_op_bench(const BenchOptions& options) {
   if (options.format != "md" && options.format != "tsv" && options.format != "json") {
     throw UsageError(str("--format: expected md, tsv or json, got '", options.format, "'"));
@@ -221,6 +243,11 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
   config.batch = options.batch;
   config.warmup = std::min(options.warmup, 1);
   config.repeats = std::max(1, std::min(options.repeats, 3));
+  if (config.warmup != options.warmup || config.repeats != options.repeats) {
+    log_info("bench --model ", options.model, ": an encoder-decoder runs ", config.warmup, " warm-up and ",
+             config.repeats, " timed runs per row (generation is slow; asked: --warmup ", options.warmup,
+             ", --repeats ", options.repeats, ")");
+  }
   config.seed = global_options().seed;
   config.profile = options.profile;
   std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
@@ -230,7 +257,7 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
     const pb::BenchEnvironment env = bench::bench_environment();
     std::cout << "cabert bench --model " << options.model << " (encoder-decoder) on " << env.cpu_model() << ", "
               << env.intra_op_threads() << " intra-op threads; train: source = target = L tokens; generate: L "
-              << "tokens from a 32-token source\n\n"
+              << "tokens from a source of min(L, 32) tokens\n\n"
               << "| model | kernels | B | L | params | train step ms | train tok/s | train peak MiB | generate ms | "
                  "gen tok/s | step ms first 10% | step ms last 10% | gen peak MiB |\n"
               << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -342,7 +369,7 @@ void add_bench(CLI::App& app) {
   CLI::Option* model = sub->add_option(
       "--model", options->model,
       "Model preset or config file: time MLM training steps and inference instead (encoder-decoders: training "
-      "steps and incremental generation versus --seq; at most 3 repeats)");
+      "steps and incremental generation versus --seq; at most 1 warm-up and 3 timed runs)");
   op->excludes(model);
   sub->add_option("--set", options->sets, "Model config override a.b=value (with --model; repeatable)");
   sub->add_option("--seq", options->seqs, "Sequence lengths, comma separated")->delimiter(',')->capture_default_str();
@@ -383,6 +410,7 @@ void add_bench(CLI::App& app) {
                   "with other jobs some multi-threaded runs then stall 10-30x; export OMP_WAIT_POLICY=passive "
                   "(or use --threads 1) for stable numbers");
     }
+    check_bench_options(*options);
     if (!options->model.empty()) {
       run_model_bench(*options);
     } else if (!options->ops.empty()) {

@@ -37,4 +37,11 @@ for what in train generate; do
 done
 
 expect_exit 2 "--profile-runs" "$CABERT" bench --op lightconv --profile "$work/x" --profile-runs 0
+# A bad size or count anywhere in the lists is refused before the first row runs (the earlier rows ran and their
+# records were lost), naming the option.
+expect_exit 2 "--seq: expected a positive number, got 0" "$CABERT" bench --op lightconv --seq 16,0 --kernel 3 \
+  --batch 2 --channels 8 --heads 2 --repeats 1 -o "$work/part.cabert"
+[ ! -s "$work/out" ] && [ ! -e "$work/part.cabert" ] || fail "rows ran before the refusal: $(cat "$work/out")"
+expect_exit 2 "--repeats: expected a positive number, got 0" "$CABERT" bench --model bert-tiny-none --repeats 0
+expect_exit 2 "--set: changes the model of --model" "$CABERT" bench --op lightconv --set num_layers=1
 echo "bench_profile: ok"
