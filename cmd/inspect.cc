@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <iostream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <utility>
 #include <vector>
@@ -50,7 +51,15 @@ std::string to_json(const google::protobuf::Message& message) {
   return out;
 }
 
-// One line per record: scalar fields as name: value, repeated numbers as name: [a b c].
+class BytesBySize : public google::protobuf::TextFormat::FastFieldValuePrinter {
+ public:
+  void PrintBytes(const std::string& value, google::protobuf::TextFormat::BaseTextGenerator* generator) const override {
+    generator->PrintString(str("<", value.size(), " bytes>"));
+  }
+};
+
+// One line per record: scalar fields as name: value, repeated numbers as name: [a b c]; bytes (a checkpoint's
+// tensor data) by their size, <4096 bytes>, not as kilobytes of escapes (--json keeps them whole).
 std::string compact_text(const google::protobuf::Message& record) {
   using google::protobuf::FieldDescriptor;
   const auto* descriptor = record.GetDescriptor();
@@ -58,6 +67,7 @@ std::string compact_text(const google::protobuf::Message& record) {
   std::string out;
   google::protobuf::TextFormat::Printer printer;
   printer.SetSingleLineMode(true);
+  printer.SetDefaultFieldValuePrinter(new BytesBySize());  // the printer owns it
   for (int i = 0; i < descriptor->field_count(); ++i) {
     const FieldDescriptor* field = descriptor->field(i);
     if (field->is_map()) {
@@ -160,6 +170,7 @@ void run_inspect(const InspectFlags& flags) {
   }
   uint64_t records = 0, tokens = 0, bytes = 0;
   int max_length = 0;
+  bool has_tokens = false;  // records with a token field (the summary's tokens and histogram mean nothing else)
   std::map<int, uint64_t> histogram;  // bucket lower bound -> count
   std::string raw;
   while (reader.next_bytes(&raw)) {
@@ -171,6 +182,7 @@ void run_inspect(const InspectFlags& flags) {
     }
     int length = token_count(*record);
     if (length >= 0) {
+      has_tokens = true;
       tokens += static_cast<uint64_t>(length);
       max_length = std::max(max_length, length);
       int bucket = 1;
@@ -178,20 +190,30 @@ void run_inspect(const InspectFlags& flags) {
       ++histogram[length == 0 ? 0 : bucket];
     }
     if (flags.limit < 0 || static_cast<int64_t>(records) <= flags.limit) {
+      std::vector<std::string> pieces;
+      if (tokenizer) {
+        for (int id : token_ids(*record)) {
+          try {
+            pieces.push_back(tokenizer->id_to_piece(id));
+          } catch (const DataError& error) {
+            throw DataError(str(reader.name(), ": record ", records, ": ", error.what()));
+          }
+        }
+      }
       if (flags.json) {
-        std::cout << to_json(*record) << "\n";
+        if (tokenizer) {
+          nlohmann::ordered_json object = nlohmann::ordered_json::parse(to_json(*record));
+          object["pieces"] = pieces;
+          std::cout << object.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+        } else {
+          std::cout << to_json(*record) << "\n";
+        }
       } else {
         std::cout << "record " << records << ": " << compact_text(*record) << "\n";
         if (tokenizer) {
-          std::string pieces;
-          for (int id : token_ids(*record)) {
-            try {
-              pieces += (pieces.empty() ? "" : " ") + tokenizer->id_to_piece(id);
-            } catch (const DataError& error) {
-              throw DataError(str(reader.name(), ": record ", records, ": ", error.what()));
-            }
-          }
-          std::cout << "  pieces: " << pieces << "\n";
+          std::cout << "  pieces:";
+          for (const auto& piece : pieces) std::cout << ' ' << piece;
+          std::cout << "\n";
         }
       }
     }
@@ -208,8 +230,8 @@ void run_inspect(const InspectFlags& flags) {
     std::cout << "}}}\n";
     return;
   }
-  std::cout << "# summary: " << records << " records, " << tokens << " tokens, " << bytes
-            << " record bytes, longest " << max_length << "\n";
+  std::cout << "# summary: " << records << " records, " << (has_tokens ? str(tokens, " tokens, ") : std::string())
+            << bytes << " record bytes" << (has_tokens ? str(", longest ", max_length) : std::string()) << "\n";
   if (reader.unfinished()) {
     std::cout << "# still being written (no footer yet, or its writer was killed): the records of its complete "
                  "frames\n";
@@ -232,9 +254,12 @@ void add_inspect(CLI::App& app) {
   inspect->add_option("-m,--model", flags->tokenizer_model, "SentencePiece .model: also print each record's pieces");
   inspect->add_flag("--json", flags->json, "JSON lines: header, records, summary");
   inspect->add_option("--limit", flags->limit, "Records to print (-1 = all)")->capture_default_str();
-  inspect->add_flag("--config", flags->config,
-                    "Print only the options of the command that wrote FILE, as a --config file that reruns it");
+  CLI::Option* config =
+      inspect->add_flag("--config", flags->config,
+                        "Print only the options of the command that wrote FILE, as a --config file that reruns it");
+  config->excludes("--json")->excludes("--model")->excludes("--limit");
   inspect->callback([flags] {
+    if (flags->limit < -1) throw UsageError(str("--limit: expected -1 (all) or a count, got ", flags->limit));
     if (flags->config) {
       print_recorded_config(flags->input);
       return;

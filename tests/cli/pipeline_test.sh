@@ -56,4 +56,18 @@ rm "$work/here/moved.model"
 (cd "$work/elsewhere" && "$CABERT" pretrain --preset bert-tiny-composite --corpus ../here/corpus --model-dir m \
   --steps 1 --batch-size 2 --eval-examples 1 2> err) || fail "pretrain from another directory: $(cat "$work/elsewhere/err")"
 if grep -q "does not name a tokenizer" "$work/elsewhere/err"; then fail "the corpus's sentinel count was not used"; fi
+
+# inspect: -m adds the pieces in JSON lines too (it did only in text); a checkpoint's tensor bytes show as their
+# size, and a file without token fields has no token count in its summary; --config takes no --json.
+"$CABERT" inspect "$work/tokens" -m "$work/tok.model" --json --limit 1 | sed -n 2p > "$work/record.json"
+python3 - "$work/record.json" <<'PY'
+import json, sys
+record = json.load(open(sys.argv[1]))
+assert len(record["pieces"]) == len(record["ids"]) > 0 and all(isinstance(p, str) for p in record["pieces"]), record
+PY
+"$CABERT" inspect "$work/elsewhere/m/checkpoint-00000001.cabert" --limit 2 > "$work/checkpoint.txt"
+grep -q 'data: <[0-9]* bytes>' "$work/checkpoint.txt" || fail "tensor bytes not summarised: $(head -c 600 "$work/checkpoint.txt")"
+grep -q "^# summary: [0-9]* records, [0-9]* record bytes$" "$work/checkpoint.txt" ||
+  fail "checkpoint summary: $(grep '^# summary' "$work/checkpoint.txt")"
+expect_exit 2 "--json excludes --config" "$CABERT" inspect --config --json "$work/tokens"
 echo "pipeline: ok"
