@@ -2,6 +2,9 @@
 
 #include <google/protobuf/util/json_util.h>
 
+#include <cstdio>
+#include <cstdlib>
+
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
@@ -9,6 +12,21 @@
 namespace cabert::interop {
 
 using nlohmann::json;
+
+namespace {
+
+// A float config value as the decimal it was written as (0.1, not 0.10000000149011612): the shortest one that reads
+// back as the same float.
+double decimal(float value) {
+  char text[32];
+  for (int digits = 1; digits <= 9; ++digits) {
+    std::snprintf(text, sizeof text, "%.*g", digits, static_cast<double>(value));
+    if (std::strtof(text, nullptr) == value) break;
+  }
+  return std::strtod(text, nullptr);
+}
+
+}  // namespace
 
 std::string model_config_to_json(const pb::ModelConfig& config) {
   google::protobuf::util::JsonPrintOptions options;
@@ -31,12 +49,12 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
   j["num_attention_heads"] = config.num_heads();
   j["intermediate_size"] = config.intermediate_size();
   j["hidden_act"] = "gelu";
-  j["hidden_dropout_prob"] = config.dropout();
-  j["attention_probs_dropout_prob"] = config.attention_dropout();
+  j["hidden_dropout_prob"] = decimal(config.dropout());
+  j["attention_probs_dropout_prob"] = decimal(config.attention_dropout());
   j["max_position_embeddings"] = config.max_length();
   j["type_vocab_size"] = 2;
-  j["initializer_range"] = config.initializer_range();
-  j["layer_norm_eps"] = config.layer_norm_eps();
+  j["initializer_range"] = decimal(config.initializer_range());
+  j["layer_norm_eps"] = decimal(config.layer_norm_eps());
   j["pad_token_id"] = 0;
   j["tie_word_embeddings"] = true;
   j["dtype"] = "float32";

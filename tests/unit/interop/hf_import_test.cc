@@ -3,6 +3,7 @@
 // the tensor. The refusals and cabert's own (non-HF) exports need no Python.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 
@@ -209,6 +210,21 @@ TEST_F(HfImport, RefusesBrokenWeightsNamingFileAndTensor) {
   }
   EXPECT_EQ(import_error("m"), weights + ": tensor 'bert.embeddings.word_embeddings.weight' has dtype F8_E4M3, which "
                                          "cabert cannot read (F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL)");
+  EXPECT_FALSE(fs::exists(path("m.imported.cabert")));
+
+  // A NaN in a weight (it imported, and showed later as NaN losses).
+  export_bert("m");
+  {
+    auto tensors = read_all(weights);
+    tensors["bert.encoder.layer.0.output.dense.weight"].view(-1)[3] = std::nanf("");
+    std::vector<io::SafeTensorView> views;
+    for (const auto& [name, tensor] : tensors) {
+      views.push_back({name, io::SafeDtype::kF32, tensor.sizes().vec(), tensor.data_ptr(), size_t(tensor.nbytes())});
+    }
+    io::write_safetensors(weights, views);
+  }
+  EXPECT_EQ(import_error("m"), weights + ": tensor 'bert.encoder.layer.0.output.dense.weight' holds non-finite values "
+                                         "(NaN or infinity); expected finite weights");
   EXPECT_FALSE(fs::exists(path("m.imported.cabert")));
 }
 
