@@ -154,8 +154,8 @@ void check_bench_options(const BenchOptions& options) {
     positive("--heads", options.heads);
     for (int64_t kernel : options.kernels) positive("--kernel", kernel);
     if (options.channels % options.heads != 0) {
-      throw UsageError(str("bench: expected --channels divisible by --heads, got ", options.channels, " and ",
-                           options.heads));
+      throw UsageError(
+          str("bench: expected --channels divisible by --heads, got ", options.channels, " and ", options.heads));
     }
     if (!options.sets.empty()) throw UsageError("--set: changes the model of --model; --op benches take none");
   }

@@ -176,7 +176,8 @@ ImportSummary import_model(const ImportOptions& options) {
     }
     // A NaN or infinity would only show later, as a NaN loss or prediction far from its cause.
     if (!torch::isfinite(tensor).all().item<bool>()) {
-      throw DataError(str(file.path(), ": tensor '", stored, "' holds non-finite values (NaN or infinity); expected "
+      throw DataError(str(file.path(), ": tensor '", stored,
+                          "' holds non-finite values (NaN or infinity); expected "
                           "finite weights"));
     }
     tensors.emplace_back("model/" + name,

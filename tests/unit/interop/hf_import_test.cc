@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-
 #include <nlohmann/json.hpp>
 
 #include "lib/config/presets.h"
@@ -223,8 +222,9 @@ TEST_F(HfImport, RefusesBrokenWeightsNamingFileAndTensor) {
     }
     io::write_safetensors(weights, views);
   }
-  EXPECT_EQ(import_error("m"), weights + ": tensor 'bert.encoder.layer.0.output.dense.weight' holds non-finite values "
-                                         "(NaN or infinity); expected finite weights");
+  EXPECT_EQ(import_error("m"), weights +
+                                   ": tensor 'bert.encoder.layer.0.output.dense.weight' holds non-finite values "
+                                   "(NaN or infinity); expected finite weights");
   EXPECT_FALSE(fs::exists(path("m.imported.cabert")));
 }
 
