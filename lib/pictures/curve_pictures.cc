@@ -4,7 +4,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <set>
 
 #include "formats/metrics.pb.h"
 #include "formats/task.pb.h"
@@ -60,13 +59,16 @@ NamedFigure phase_figure(const std::string& phase, const std::map<std::string, s
 
 std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
   Curves training, tasks;
-  std::set<std::string> models;  // named in the titles
+  std::vector<std::string> models;  // named in the titles, in the order of the runs (and of the legend)
   for (const auto& run : runs) {
     io::RecordReader reader(run.path);
     const std::string label = run_label(run);
     const std::string& type = reader.header().message_type();
     auto model = reader.header().metadata().find("model");
-    if (model != reader.header().metadata().end() && !model->second.empty()) models.insert(model->second);
+    if (model != reader.header().metadata().end() && !model->second.empty() &&
+        std::find(models.begin(), models.end(), model->second) == models.end()) {
+      models.push_back(model->second);
+    }
     if (type == "cabert.pb.MetricsRecord") {
       pb::MetricsRecord record;
       while (reader.next(&record)) {

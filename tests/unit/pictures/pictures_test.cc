@@ -181,7 +181,8 @@ TEST(Pictures, CurvesOverlayRunsAndRefuseOtherFiles) {
   const std::string dir = testing::temp_dir();
   for (int run = 0; run < 2; ++run) {
     fs::create_directories(dir + "/run" + std::to_string(run));
-    io::RecordWriter writer(dir + "/run" + std::to_string(run) + "/metrics.cabert", "cabert.pb.MetricsRecord");
+    io::RecordWriter writer(dir + "/run" + std::to_string(run) + "/metrics.cabert", "cabert.pb.MetricsRecord",
+                            {{"model", run == 0 ? "zeta" : "alpha"}});
     for (int step = 10; step <= 50; step += 10) {
       pb::MetricsRecord record;
       record.set_phase("train");
@@ -208,6 +209,7 @@ TEST(Pictures, CurvesOverlayRunsAndRefuseOtherFiles) {
   EXPECT_EQ(loss.series[0].label, "run0");
   EXPECT_EQ(loss.series[1].label, "second");
   EXPECT_EQ(loss.series[1].y[4], 5.0 / 50 + 1);
+  EXPECT_EQ(figures[1].figure.title, "training curves (train): zeta, alpha");  // the runs' order, as the legend
   write_figures(figures, dir + "/pictures");
   EXPECT_GT(plot::read_png(dir + "/pictures/curves_train.png").width, 0);
 
