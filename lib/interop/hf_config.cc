@@ -8,6 +8,7 @@
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
+#include "lib/core/log.h"
 
 namespace cabert::interop {
 
@@ -164,6 +165,33 @@ pb::ModelConfig from_hf_keys(const json& j, HfFamily family, const std::string& 
   return c;
 }
 
+// The Hugging Face keys of a cabert export that say another model than its "cabert" block: what transformers would
+// build from the file is not what cabert imports from it.
+std::vector<std::string> hf_keys_against_block(const json& j, const pb::ModelConfig& config, HfFamily family) {
+  std::vector<std::string> differences;
+  auto compare = [&](const char* key, int64_t block) {
+    auto it = j.find(key);
+    if (it != j.end() && !(it->is_number_integer() && it->get<int64_t>() == block)) {
+      differences.push_back(str(key, " ", it->dump(), " (the block: ", block, ")"));
+    }
+  };
+  compare("vocab_size", config.vocab_size());
+  compare("hidden_size", config.hidden_size());
+  compare("num_hidden_layers", config.num_layers());
+  compare("num_attention_heads", config.num_heads());
+  compare("intermediate_size", config.intermediate_size());
+  compare("max_position_embeddings", config.max_length());
+  if (family != HfFamily::kBert) compare("embedding_size", config.embedding_size());
+  if (family == HfFamily::kConvBert) {
+    compare("head_ratio", config.convbert().head_ratio());
+    compare("conv_kernel_size", config.convbert().conv_kernel_size());
+  }
+  if (auto act = j.find("hidden_act"); act != j.end() && *act != "gelu") {
+    differences.push_back(str("hidden_act ", act->dump(), " (cabert's layers: \"gelu\")"));
+  }
+  return differences;
+}
+
 }  // namespace
 
 pb::ModelConfig model_config_from_json(const json& j, const std::string& path, HfFamily* family) {
@@ -180,6 +208,12 @@ pb::ModelConfig model_config_from_json(const json& j, const std::string& path, H
   auto block = j.find("cabert");
   if (f == HfFamily::kNone && block == j.end()) throw DataError(str(path, ": missing key 'cabert'"));
   pb::ModelConfig config = block != j.end() ? from_cabert_block(*block, path) : from_hf_keys(j, f, path);
+  if (block != j.end() && f != HfFamily::kNone) {
+    if (const auto differences = hf_keys_against_block(j, config, f); !differences.empty()) {
+      log_warning(path, ": its Hugging Face keys disagree with its \"cabert\" block: ", joined(differences),
+                  "; imported as the block says (transformers would build another model from this file)");
+    }
+  }
   try {
     config::validate_model_config(config);
   } catch (const Error& error) {

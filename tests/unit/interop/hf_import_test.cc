@@ -228,6 +228,25 @@ TEST_F(HfImport, RefusesBrokenWeightsNamingFileAndTensor) {
   EXPECT_FALSE(fs::exists(path("m.imported.cabert")));
 }
 
+// A cabert export's "cabert" block restores the config exactly; Hugging Face keys edited to say another model are
+// named in a warning (they were ignored silently).
+TEST_F(HfImport, HfKeysThatDisagreeWithTheCabertBlockAreNamed) {
+  export_bert("m");
+  ::testing::internal::CaptureStderr();
+  import_model({path("m"), path("m.imported.cabert"), ""});
+  EXPECT_EQ(::testing::internal::GetCapturedStderr().find("disagree"), std::string::npos);
+  rewrite_config("m", [](nlohmann::json& j) { j["hidden_act"] = "gelu_new", j["hidden_size"] = 128; });
+  ::testing::internal::CaptureStderr();
+  import_model({path("m"), path("m.imported.cabert"), ""});
+  EXPECT_NE(
+      ::testing::internal::GetCapturedStderr().find(
+          path("m/config.json") + ": its Hugging Face keys disagree with its \"cabert\" block: hidden_size 128 "
+                                  "(the block: 64), hidden_act \"gelu_new\" (cabert's layers: \"gelu\"); imported "
+                                  "as the block says"),
+      std::string::npos);
+  EXPECT_EQ(io::load_checkpoint(path("m.imported.cabert")).info.model().hidden_size(), 64);
+}
+
 TEST_F(HfImport, RefusesConfigsTheTensorsOrCabertDisagreeWith) {
   export_bert("m");
   const std::string config = path("m/config.json");
