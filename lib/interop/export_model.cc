@@ -29,8 +29,12 @@ ExportFacts export_facts(const io::Checkpoint& checkpoint, ModelHead head,
   facts.head = head;
   facts.checkpoint_kind = info.kind();
   facts.step = info.step();
+  // One the checkpoint does not record (a fine-tuned one) follows from the head, as its import derives it.
   auto objective = info.metadata().find("objective");
-  if (objective != info.metadata().end()) facts.objective = objective->second;
+  facts.objective = objective != info.metadata().end() && !objective->second.empty() ? objective->second
+                    : head == ModelHead::kMlm                                        ? "mlm"
+                    : head == ModelHead::kElectra                                    ? "electra"
+                                                                                     : "none";
   auto task = info.metadata().find("task");
   auto task_name = info.metadata().find("task_name");
   if (task != info.metadata().end() && task->second == "translation" && task_name != info.metadata().end()) {

@@ -47,6 +47,7 @@ head -n 51 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
 "$CABERT" export --model "$work/ft/best.cabert" -o "$work/ft-hf" 2> "$work/ft.err"
 grep -q "Hugging Face ConvBertModel" "$work/ft.err" || fail "fine-tuned export: $(cat "$work/ft.err")"
 grep -q '"SST-2"' "$work/ft-hf/config.json" || fail "the fine-tuned export does not name its task"
+grep -q '"objective": "none"' "$work/ft-hf/config.json" || fail "the fine-tuned export's objective: $(grep objective "$work/ft-hf/config.json")"
 
 # Pictures: the ConvBERT's attention maps and span-based dynamic kernels for a sentence; both runs' curves.
 "$CABERT" -q export --model "$checkpoint" --pictures "$work/pics" --sentence "Alice was beginning to get very tired."
