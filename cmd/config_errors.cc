@@ -3,14 +3,10 @@
 #include <cctype>
 #include <fstream>
 
+#include "lib/text/text_source.h"
+
 namespace cabert::cmd {
 namespace {
-
-std::string trimmed(const std::string& text) {
-  const size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
 
 std::string unquoted(const std::string& text) {
   if (text.size() >= 2 && (text.front() == '"' || text.front() == '\'') && text.back() == text.front()) {
@@ -61,18 +57,18 @@ std::string config_line_of(const std::string& path, const std::string& key) {
   const std::string name = option ? key.substr(2) : key;
   std::string section, line;
   for (int number = 1; std::getline(in, line); ++number) {
-    const std::string text = trimmed(line);
-    if (text.empty() || text.front() == '#' || text.front() == ';') continue;
-    if (!option && text == key) return path + ":" + std::to_string(number);
-    if (text.front() == '[') {
-      const size_t open = text.find_first_not_of('['), close = text.find(']');
-      if (close != std::string::npos && open < close) section = trimmed(text.substr(open, close - open));
+    const std::string content = text::trim(line);
+    if (content.empty() || content.front() == '#' || content.front() == ';') continue;
+    if (!option && content == key) return path + ":" + std::to_string(number);
+    if (content.front() == '[') {
+      const size_t open = content.find_first_not_of('['), close = content.find(']');
+      if (close != std::string::npos && open < close) section = text::trim(content.substr(open, close - open));
       if (section == "default") section.clear();
       continue;
     }
-    const size_t equals = text.find('=');
+    const size_t equals = content.find('=');
     if (equals == std::string::npos) continue;
-    const std::string written = unquoted(trimmed(text.substr(0, equals)));
+    const std::string written = unquoted(text::trim(content.substr(0, equals)));
     const std::string full = section.empty() ? written : section + "." + written;
     const size_t dot = full.rfind('.');
     const std::string last = dot == std::string::npos ? full : full.substr(dot + 1);

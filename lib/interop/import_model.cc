@@ -177,8 +177,7 @@ ImportSummary import_model(const ImportOptions& options) {
     // A NaN or infinity would only show later, as a NaN loss or prediction far from its cause.
     if (!torch::isfinite(tensor).all().item<bool>()) {
       throw DataError(str(file.path(), ": tensor '", stored,
-                          "' holds non-finite values (NaN or infinity); expected "
-                          "finite weights"));
+                          "' holds non-finite values (NaN or infinity); expected finite weights"));
     }
     tensors.emplace_back("model/" + name,
                          from_hf_layout(tensor.to(module_tensor.scalar_type()), link.reshape).contiguous());

@@ -5,7 +5,6 @@
 
 #include <chrono>
 #include <cstring>
-#include <filesystem>
 #include <limits>
 #include <streambuf>
 
@@ -221,11 +220,7 @@ struct RecordReader::ZstdContext {
 };
 
 RecordReader::RecordReader(const std::string& path) : RecordReader(display_name(path), open_input(path)) {
-  std::error_code error;
-  if (path != "-" && std::filesystem::is_regular_file(path, error)) {
-    const uintmax_t size = std::filesystem::file_size(path, error);
-    if (!error) file_size_ = size;
-  }
+  file_size_ = file_size_or_zero(path);
 }
 
 RecordReader::RecordReader(std::string name, std::unique_ptr<std::istream> in)
