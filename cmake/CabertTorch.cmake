@@ -59,6 +59,12 @@ endif()
 
 add_library(cabert_torch INTERFACE)
 add_library(cabert::torch ALIAS cabert_torch)
+# The wheel's libtorch_cpu (libtorch in torch 2.11) exports a std::filesystem of its own, unversioned and built
+# by another GCC; searched before libstdc++, it served cabert's std::filesystem calls, mixed with this compiler's
+# inline parts (a remove_all jumped to address 0 on GCC 13.3 with torch 2.11). libstdc++ goes first in every
+# executable's list of needed libraries, so the dynamic linker finds the standard library's own definitions.
+# Link options precede the objects and libraries on the command line; --no-as-needed keeps the early -lstdc++.
+target_link_options(cabert_torch INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
 
 if(CABERT_WITH_CUDA OR NOT _cabert_torch_has_cuda)
   if(CABERT_WITH_CUDA)
