@@ -6,6 +6,7 @@
 #include <numeric>
 
 #include "lib/core/errors.h"
+#include "lib/ops/device.h"
 
 namespace cabert::generate {
 namespace {
@@ -26,7 +27,7 @@ void check_answer(const torch::Tensor& log_probs, int64_t rows, const torch::Dev
   if (!log_probs.is_floating_point()) {
     throw Error(str("StepModel::log_probs: expected floating point, got ", log_probs.scalar_type()));
   }
-  if (log_probs.device() != device) {
+  if (!ops::on_device(log_probs.device(), device)) {
     throw Error(str("StepModel::log_probs: expected a tensor on ", device, ", got ", log_probs.device()));
   }
   const int64_t largest_id = std::max({options.bos_id, options.eos_id, options.pad_id});

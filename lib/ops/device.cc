@@ -36,4 +36,9 @@ torch::Device parse_device(const std::string& name) {
   return torch::Device(torch::kCUDA);
 }
 
+bool on_device(const torch::Device& actual, const torch::Device& expected) {
+  if (actual.type() != expected.type()) return false;
+  return !expected.has_index() || !actual.has_index() || actual.index() == expected.index();
+}
+
 }  // namespace cabert::ops

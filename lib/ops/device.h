@@ -11,4 +11,9 @@ namespace cabert::ops {
 // kernels, and for a CUDA device this machine does not have.
 torch::Device parse_device(const std::string& name);
 
+// Whether a tensor on `actual` is on `expected`. A device without an index ("cuda", as parse_device gives it for
+// --device cuda) stands for its type's current device, and a tensor's device always has one (cuda:0), so an
+// unindexed `expected` matches every index of its type; an indexed one only itself.
+bool on_device(const torch::Device& actual, const torch::Device& expected);
+
 }  // namespace cabert::ops

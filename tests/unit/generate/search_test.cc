@@ -12,6 +12,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/generate/search.h"
+#include "lib/ops/device.h"
 
 namespace cabert::generate {
 namespace {
@@ -70,7 +71,7 @@ class TableModel : public StepModel {
     ++reorders_;
     if (++reorders_since_step_ > 1) problem("two reorders without a step between them");
     const int64_t n = example_.size(0);
-    if (rows.scalar_type() != torch::kLong || rows.dim() != 1 || rows.device() != device_) {
+    if (rows.scalar_type() != torch::kLong || rows.dim() != 1 || !ops::on_device(rows.device(), device_)) {
       problem("rows ", rows.scalar_type(), rows.sizes(), " on ", rows.device());
     }
     if (rows.numel() == 0 || rows.min().item<int64_t>() < 0 || rows.max().item<int64_t>() >= n) {

@@ -35,5 +35,19 @@ TEST(ParseDevice, CudaWithoutADeviceSaysSo) {
   }
 }
 
+// A tensor's device always has an index; the device a model was asked for may not ("cuda"). Beam search on CUDA
+// refused its own model's answer on cuda:0 as "expected a tensor on cuda" (first GPU run, issue 18).
+TEST(OnDevice, AnUnindexedDeviceStandsForEveryIndexOfItsType) {
+  const torch::Device cuda(torch::kCUDA), cuda0(torch::kCUDA, 0), cuda1(torch::kCUDA, 1), cpu(torch::kCPU);
+  EXPECT_TRUE(on_device(cuda0, cuda));
+  EXPECT_TRUE(on_device(cuda1, cuda));
+  EXPECT_TRUE(on_device(cuda0, cuda0));
+  EXPECT_FALSE(on_device(cuda0, cuda1));
+  EXPECT_FALSE(on_device(cuda1, cuda0));
+  EXPECT_TRUE(on_device(cpu, cpu));
+  EXPECT_FALSE(on_device(cpu, cuda));
+  EXPECT_FALSE(on_device(cuda0, cpu));
+}
+
 }  // namespace
 }  // namespace cabert::ops
