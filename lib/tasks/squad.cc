@@ -63,7 +63,8 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
     data.version = root["version"].get<std::string>();
   }
   if (!root.is_object()) throw DataError(str(path, ": top level: expected an object, got ", root.type_name()));
-  const json& articles = member(root, "data", "top level", path);
+  const std::string top_level = "top level";  // named: GCC 13's -Wdangling-reference suspects a temporary
+  const json& articles = member(root, "data", top_level, path);
   if (!articles.is_array()) {
     throw DataError(str(path, ": data: expected an array of articles, got ", articles.type_name()));
   }
@@ -95,8 +96,9 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
         const json& answers = array_member(qa, "answers", where, path);
         for (size_t k = 0; k < answers.size() && problem.empty(); ++k) {
           SquadAnswer answer;
-          answer.text = string_member(answers[k], "text", str(where, ".answers[", k, "]"), path);
-          const json& start = member(answers[k], "answer_start", str(where, ".answers[", k, "]"), path);
+          const std::string answer_where = str(where, ".answers[", k, "]");
+          answer.text = string_member(answers[k], "text", answer_where, path);
+          const json& start = member(answers[k], "answer_start", answer_where, path);
           if (!start.is_number_integer()) {
             problem = str("answers[", k, "].answer_start: expected an integer");
             break;
