@@ -131,7 +131,9 @@ void add_export(CLI::App& app) {
   CLI::App* command = app.add_subcommand(
       "export", "Export a checkpoint to safetensors + config.json (Hugging Face classes where they exist), import "
                 "Hugging Face BERT / ELECTRA / ConvBERT models, draw the papers' pictures (PNG)");
-  command->add_option("--model", flags->model, "Checkpoint to export, or a model directory (its best.cabert, else its newest checkpoint)");
+  CLI::Option* model =
+      command->add_option("--model", flags->model,
+                          "Checkpoint to export, or a model directory (its best.cabert, else its newest checkpoint)");
   command->add_option("--from-hf", flags->from_hf,
                       "Import: a Hugging Face directory (config.json, model.safetensors, SentencePiece tokenizer)");
   command->add_option("-o,--output", flags->output, "Export: the directory to write; import: the checkpoint to write");
@@ -141,14 +143,25 @@ void add_export(CLI::App& app) {
   command->add_option("--pictures", flags->pictures,
                       "Draw PNG pictures into this directory: learned kernels of --model, attention maps and dynamic "
                       "kernels for --sentence, curves of --metrics files");
-  command->add_option("--sentence", flags->sentence, "Pictures: the sentence for attention maps and dynamic kernels");
-  command->add_option("--metrics", flags->metrics, "Pictures: metrics.cabert files of pretrain / finetune runs")
-      ->expected(1, -1);
-  command->add_option("--labels", flags->labels, "Pictures: a legend label per --metrics file")->expected(1, -1);
+  CLI::Option* sentence = command->add_option("--sentence", flags->sentence,
+                                              "Pictures: the sentence for attention maps and dynamic kernels");
+  CLI::Option* metrics =
+      command->add_option("--metrics", flags->metrics, "Pictures: metrics.cabert files of pretrain / finetune runs")
+          ->expected(1, -1);
+  // Options of one kind of picture are refused without it (they were ignored silently): "--labels requires
+  // --metrics", "--max-tokens requires --sentence", "--sentence requires --model".
+  command->add_option("--labels", flags->labels, "Pictures: a legend label per --metrics file")
+      ->expected(1, -1)
+      ->needs(metrics);
   command->add_option("--max-tokens", flags->max_tokens, "Pictures: tokens of --sentence kept, [CLS]/[SEP] included")
-      ->capture_default_str()->check(CLI::Range(3, 4096));
+      ->capture_default_str()
+      ->check(CLI::Range(3, 4096))
+      ->needs(sentence);
   command->add_option("--max-offset", flags->max_offset, "Pictures: offsets -D..D of the attention-by-offset plot")
-      ->capture_default_str()->check(CLI::Range(1, 4096));
+      ->capture_default_str()
+      ->check(CLI::Range(1, 4096))
+      ->needs(sentence);
+  sentence->needs(model);
   command->callback([command, flags] {
     record_options(*command);
     flags->model = train::resolve_checkpoint_argument(flags->model, "--model");

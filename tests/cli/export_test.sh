@@ -66,6 +66,15 @@ expect_exit 2 "--pictures: nothing to draw" "$CABERT" export --model "$checkpoin
 expect_exit 3 "$checkpoint: the checkpoint was trained with tokenizer " "$CABERT" export --model "$checkpoint" \
   --pictures "$work/other-pics" --sentence "Alice was tired." --tokenizer "$work/other.model"
 [ ! -e "$work/other-pics" ] || fail "a refused picture export drew: $(ls "$work/other-pics")"
+# An option of a kind of picture without that kind is refused, not ignored.
+expect_exit 2 "--labels requires --metrics" "$CABERT" export --model "$checkpoint" --labels a --pictures "$work/none"
+expect_exit 2 "--max-tokens requires --sentence" "$CABERT" export --model "$checkpoint" --max-tokens 12 \
+  --pictures "$work/none"
+expect_exit 2 "--max-offset requires --sentence" "$CABERT" export --metrics "$work/pt/metrics.cabert" \
+  --max-offset 4 --pictures "$work/none"
+expect_exit 2 "--sentence requires --model" "$CABERT" export --metrics "$work/pt/metrics.cabert" --sentence "Alice." \
+  --pictures "$work/none"
+[ ! -e "$work/none" ] || fail "a refused picture export drew: $(ls "$work/none")"
 expect_exit 2 "--labels: expected one label per --metrics file" "$CABERT" export --metrics "$work/pt/metrics.cabert" \
   --labels a b --pictures "$work/none"
 
