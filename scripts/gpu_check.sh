@@ -139,8 +139,12 @@ say "TORCH_CUDA_ARCH_LIST=${TORCH_CUDA_ARCH_LIST:-unset}"
 # distribution unpacked under /tmp/cabert-fairseq with the kernels' own sources over it, the kernels generated
 # (cuda_function_gen.py) and compiled in place for TORCH_CUDA_ARCH_LIST, in the background while cabert builds;
 # a rerun keeps what was built. fairseq's sources predate CUDA 13: cuda_utils.cu uses SHFL_MASK, which only
-# dynamicconv's header defines, and std::cout without <iostream>; nvcc's NVCC_APPEND_FLAGS supplies both, and no
-# fairseq file is changed.
+# dynamicconv's header defines, and std::cout without <iostream>; nvcc's NVCC_APPEND_FLAGS supplies both. One line
+# of each generator is changed: its list of kernel sizes (3 .. 255) becomes the sizes the baselines measure
+# (GPU_CHECK_BASELINE_KERNELS, 15,31), so that the build instantiates a quarter of the templates (the kernels' code
+# is untouched; a size left out makes fairseq print "Unsupported filter length" and skip, so the two lists are one
+# variable). The full build took 436 s and once more than 500 s beside cabert's on 16 cores.
+baseline_kernels=${GPU_CHECK_BASELINE_KERNELS:-15,31}
 fairseq_src=/tmp/cabert-fairseq/fairseq-0.12.2
 fairseq_layers="$fairseq_src/fairseq/modules/lightconv_layer:$fairseq_src/fairseq/modules/dynamicconv_layer"
 build_fairseq() {
@@ -152,7 +156,9 @@ build_fairseq() {
   local layer
   for layer in lightconv dynamicconv; do
     ls "$fairseq_src/fairseq/modules/${layer}_layer/${layer}_cuda"*.so > /dev/null 2>&1 && continue
-    (cd "$fairseq_src/fairseq/modules/${layer}_layer" && python3 cuda_function_gen.py &&
+    (cd "$fairseq_src/fairseq/modules/${layer}_layer" &&
+      sed -i "s/^    kernels = \[3, 5, 7, 15, 31, 63, 127, 255\]\$/    kernels = [$baseline_kernels]/" cuda_function_gen.py &&
+      grep -q "^    kernels = \[$baseline_kernels\]\$" cuda_function_gen.py && python3 cuda_function_gen.py &&
       NVCC_APPEND_FLAGS="-DSHFL_MASK=0xffffffff -include iostream" MAX_JOBS=$jobs \
         python3 setup.py build_ext --inplace) || return 1
   done
@@ -247,7 +253,7 @@ rows=hf-convbert-selfattn,torch-mha
 [ "$fairseq_built" = yes ] && rows="fairseq-lightconv-cuda,fairseq-dynamicconv-cuda,$rows"
 [ -d "$fairseq_src" ] || fairseq_src=""
 if step baselines "$out/baselines.log" env PYTHON=python3 PYTHONPATH="$fairseq_layers${PYTHONPATH:+:$PYTHONPATH}" \
-  FAIRSEQ_SRC="$fairseq_src" DEVICE=cuda KERNELS=15,31 SEQS=512,2048 ATTENTION_SEQS=512,2048 REPEATS=10 WARMUP=3 \
+  FAIRSEQ_SRC="$fairseq_src" DEVICE=cuda KERNELS="$baseline_kernels" SEQS=512,2048 ATTENTION_SEQS=512,2048 REPEATS=10 WARMUP=3 \
   TARGET=2 ROWS="$rows" CABERT_BUILD_DIR="$build" bash recipes/bench/conv_ops.sh /tmp/cabert-conv-ops; then
   cp /tmp/cabert-conv-ops/comparison.md "$out/comparison.md"
 fi
