@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/key_mask_facts.h"
 #include "kernels/plain_aten.h"
 
 namespace cabert::kernels::chunked {
@@ -73,10 +74,13 @@ Problem problem_of(const AttentionInputs& in, int64_t block_elements) {
   if (in.key_band.defined()) p.key_band_t = in.key_band.reshape({BN, T, width}).transpose(1, 2).contiguous();
   if (in.key_mask.defined()) {
     // A batch row without a real key attends to all of them alike: none of its keys is masked, its scores are 0.
+    // Which of the two exist is asked of the device once per mask (kernels/key_mask_facts.h).
+    const KeyMaskFacts facts = key_mask_facts(in.key_mask);
     const at::Tensor none_real = in.key_mask.any(1).logical_not();
-    if (none_real.any().item<bool>()) p.uniform = none_real.view({p.batch, 1, 1, 1});
-    const at::Tensor masked = in.key_mask.logical_not().logical_and(none_real.logical_not().unsqueeze(1));
-    if (masked.any().item<bool>()) p.masked = masked.view({p.batch, 1, 1, T});
+    if (facts.keyless_row) p.uniform = none_real.view({p.batch, 1, 1, 1});
+    if (facts.masked_key) {
+      p.masked = in.key_mask.logical_not().logical_and(none_real.logical_not().unsqueeze(1)).view({p.batch, 1, 1, T});
+    }
   }
   // Some block has keys beyond the radius when the first one ends n or more before T or the last one starts
   // past n (one block of the whole length has none).

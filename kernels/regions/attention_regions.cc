@@ -2,11 +2,10 @@
 // scheme.
 #include "kernels/regions/attention_regions.h"
 
-#include <c10/util/intrusive_ptr.h>
-
 #include <algorithm>
 #include <limits>
 
+#include "kernels/key_mask_facts.h"
 #include "kernels/plain_aten.h"
 
 namespace cabert::kernels::regions {
@@ -248,31 +247,12 @@ DropoutDraw part_draw(const DropoutDraw& draw, int part) {
 
 int64_t strip_block_rows(int64_t radius) { return std::max<int64_t>(32, (2 * radius + 7) / 8 * 8); }
 
-bool every_row_has_a_key(const at::Tensor& key_mask) {
-  using TensorPtr = c10::intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
-  struct Verdict {
-    c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl> mask{TensorPtr()};
-    int64_t version = 0;
-    bool value = false;
-  };
-  thread_local Verdict last;
-  const auto compute = [&] { return key_mask.any(1).all().item<bool>(); };
-  if (key_mask.is_inference()) return compute();  // no version counter to trust
-  if (last.mask._unsafe_get_target() == key_mask.unsafeGetTensorImpl() && last.version == key_mask._version()) {
-    return last.value;
-  }
-  last.value = compute();
-  last.mask = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>(key_mask.getIntrusivePtr());
-  last.version = key_mask._version();
-  return last.value;
-}
-
 bool takes(const AttentionInputs& in) {
   const bool dtype_ok =
       in.q.is_cuda() ? in.q.scalar_type() == at::kFloat
                      : (in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble) && in.dropout.p == 0;
   if (!dtype_ok) return false;
-  return !in.key_mask.defined() || every_row_has_a_key(in.key_mask);
+  return !in.key_mask.defined() || !key_mask_facts(in.key_mask).keyless_row;
 }
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in, const RegionKernel& kernel) {

@@ -58,14 +58,9 @@ struct RegionKernel {
 RegionKernel pytorch_region_kernel(const at::Tensor& q);
 
 // Whether this path takes these (checked) inputs: a dtype the device's kernel computes (float on CUDA, float or
-// double on the CPU without dropout) and no batch row without a real key.
+// double on the CPU without dropout) and no batch row without a real key (kernels/key_mask_facts.h: asked of the
+// device once per mask).
 bool takes(const AttentionInputs& in);
-
-// Whether every batch row of a [B, T] bool key mask has a real key. On CUDA the answer is a copy to the host that
-// waits for the GPU, and an encoder hands each of its layers the same mask: the thread keeps its last verdict
-// with the mask it was computed for (held by a weak reference, so no other tensor can take its address while it
-// is kept) and that mask's version (an in-place change raises it), and asks the device once per mask.
-bool every_row_has_a_key(const at::Tensor& key_mask);
 
 // The draws of a call's parts (the tests rebuild its mask from them): part 1 the regions, both in one call of
 // the region kernel, stacked along the batch ([2B, N, M, .]: the left region's rows, then the right one's with

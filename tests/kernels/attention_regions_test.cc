@@ -235,26 +235,6 @@ TEST(RegionAttention, TakesFloatAndDoubleWithRealKeysOnly) {
   EXPECT_FALSE(kernels::regions::takes(in));
 }
 
-// The verdict on a mask is kept for that tensor and version: a write that bypasses the version counter is not
-// seen (how the test tells a kept verdict from a new one), an in-place op is, and another tensor of the same
-// contents gets its own.
-TEST(RegionAttention, KeepsTheVerdictOnAMaskUntilItChanges) {
-  at::Tensor mask = torch::ones({3, 5}, torch::kBool);
-  EXPECT_TRUE(kernels::regions::every_row_has_a_key(mask));
-  for (int64_t k = 0; k < 5; ++k) mask.data_ptr<bool>()[5 + k] = false;  // row 1 keyless, the version unchanged
-  EXPECT_TRUE(kernels::regions::every_row_has_a_key(mask)) << "the kept verdict";
-  EXPECT_FALSE(kernels::regions::every_row_has_a_key(mask.clone())) << "another tensor";
-  mask.index_put_({2, 0}, true);  // an in-place op: a new version
-  EXPECT_FALSE(kernels::regions::every_row_has_a_key(mask));
-  mask.index_put_({1, 3}, true);
-  EXPECT_TRUE(kernels::regions::every_row_has_a_key(mask));
-  {
-    c10::InferenceMode inference;
-    const at::Tensor unversioned = torch::zeros({2, 4}, torch::kBool);
-    EXPECT_FALSE(kernels::regions::every_row_has_a_key(unversioned));
-  }
-}
-
 // The backends check what PyTorch's kernels do not (its CUDA backward reads grad_out, out and the log-sum-exp
 // as given): a mismatch is an error naming the operand, not silently wrong gradients.
 TEST(RegionAttention, KernelBackendsRefuseMismatchedOperands) {
