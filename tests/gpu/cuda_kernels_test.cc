@@ -24,6 +24,7 @@
 #include "lib/ops/conv_ops.h"
 #include "lib/ops/mixed_precision.h"
 #include "lib/ops/span_dynamic_conv.h"
+#include "tests/gpu/require_cuda.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/test_paths.h"
 
@@ -39,12 +40,6 @@ using ops::KernelPath;
 using testing::Op;
 using testing::OpRun;
 using testing::run_on_path;
-
-#define CABERT_REQUIRE_CUDA()                                                                 \
-  do {                                                                                        \
-    if (!kernels::built_with_cuda()) GTEST_SKIP() << "built without CUDA kernels";            \
-    if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";                       \
-  } while (false)
 
 torch::Device cuda0() { return torch::Device(torch::kCUDA, 0); }
 

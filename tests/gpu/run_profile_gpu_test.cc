@@ -3,19 +3,17 @@
 // range there too. Skips without CUDA kernels in the build or a CUDA device.
 #include <gtest/gtest.h>
 
-#include <torch/cuda.h>
 #include <torch/torch.h>
 
-#include "kernels/build_info.h"
 #include "lib/bench/run_profile.h"
 #include "lib/ops/conv_ops.h"
+#include "tests/gpu/require_cuda.h"
 
 namespace cabert {
 namespace {
 
 TEST(CudaProfile, DeviceKernelsAndLaunchesReachTheSummary) {
-  if (!kernels::built_with_cuda()) GTEST_SKIP() << "built without CUDA kernels";
-  if (!torch::cuda::is_available()) GTEST_SKIP() << "no CUDA device";
+  CABERT_REQUIRE_CUDA();
   const torch::Device cuda(torch::kCUDA, 0);
   torch::manual_seed(5);
   const torch::Tensor x = torch::randn({4, 256, 64}).to(cuda).requires_grad_();
