@@ -6,9 +6,10 @@
 #include <ATen/ops/_scaled_dot_product_flash_attention_for_cpu_backward.h>
 
 #include <limits>
-#include <mutex>
+#include <optional>
 
 #include "kernels/regions/attention_regions.h"
+#include "kernels/seeded_generator.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels::regions {
@@ -75,28 +76,6 @@ RegionGrads cpu_backward(const at::Tensor& grad_out, const at::Tensor& q, const 
 
 // ---- CUDA: memory-efficient attention (its dropout from the device's Philox generator) ----
 
-// The device's default generator seeded with the region's seed for one call, its state restored after: the
-// masks are a function of cabert's seed (a run repeats, and resumes exactly), and PyTorch's own stream of
-// draws is left as it was.
-class SeededGenerator {
- public:
-  SeededGenerator(const at::Device& device, uint64_t seed) : generator_(at::globalContext().defaultGenerator(device)) {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    saved_ = generator_.get_state();
-    generator_.set_current_seed(seed);
-  }
-  ~SeededGenerator() {
-    std::lock_guard<std::mutex> lock(generator_.mutex());
-    generator_.set_state(saved_);
-  }
-  SeededGenerator(const SeededGenerator&) = delete;
-  SeededGenerator& operator=(const SeededGenerator&) = delete;
-
- private:
-  at::Generator generator_;
-  at::Tensor saved_;
-};
-
 // The efficient kernel's log-sum-exp rows are padded to a multiple of 32; its backward reads them so.
 constexpr int64_t kLogsumexpAlignment = 32;
 
@@ -106,7 +85,7 @@ int64_t value_width(const at::Tensor& v) { return (v.size(3) + 7) / 8 * 8; }
 
 RegionForward cuda_forward(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v, const DropoutDraw& draw) {
   check_operands(q, k, v);
-  std::optional<SeededGenerator> seeded;
+  std::optional<SeededGenerator> seeded;  // the masks a function of cabert's seed (kernels/seeded_generator.h)
   if (draw.p > 0) seeded.emplace(q.device(), draw.seed);
   auto [out, logsumexp, philox_seed, philox_offset] = at::_scaled_dot_product_efficient_attention(
       q, k, padded_to(v, value_width(v)), /*attn_bias=*/std::nullopt, /*compute_log_sumexp=*/true, draw.p,

@@ -2,9 +2,12 @@
 
 #include <ATen/record_function.h>
 
+#include <optional>
+
 #include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "kernels/reference/attention_reference.h"
+#include "kernels/seeded_generator.h"
 #include "lib/ops/dropout_ops.h"
 #include "lib/ops/kernel_path.h"
 #include "lib/ops/mixed_precision.h"
@@ -141,6 +144,16 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
   }
 };
 
+// PyTorch's SDPA. Its dropout on CUDA draws from the device's generator, which no checkpoint keeps: seeded from
+// the call's seed for the call, its masks repeat and resume with the run (kernels/seeded_generator.h).
+torch::Tensor seeded_sdpa(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                          const std::optional<torch::Tensor>& mask_or_bias, const kernels::DropoutDraw& dropout,
+                          double scale) {
+  std::optional<kernels::SeededGenerator> seeded;
+  if (dropout.p > 0 && q.is_cuda()) seeded.emplace(q.device(), dropout.seed);
+  return at::scaled_dot_product_attention(q, k, v, mask_or_bias, dropout.p, /*is_causal=*/false, scale);
+}
+
 // composite_attention with its dropout seed drawn.
 torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const RelativePositionTerms& relative, const torch::Tensor& mask, double scale,
@@ -153,7 +166,7 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
   const bool sdpa_drops_to_math = q.is_cpu() && dropout.p > 0;
   if (fused && !relative.any() && !sdpa_drops_to_math) {
     const std::optional<torch::Tensor> keys = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
-    return at::scaled_dot_product_attention(q, k, v, keys, dropout.p, /*is_causal=*/false, scale);
+    return seeded_sdpa(q, k, v, keys, dropout, scale);
   }
   // cabert's own kernels: on the CPU, and on CUDA in a build with CUDA kernels (their Philox dropout); a CUDA
   // tensor in a build without them takes SDPA with the relative terms as a bias (quadratic).
@@ -181,7 +194,7 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
   // CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's memory-efficient
   // kernel, its dropout).
   torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());
-  return at::scaled_dot_product_attention(q, k, v, bias, dropout.p, /*is_causal=*/false, scale);
+  return seeded_sdpa(q, k, v, bias, dropout, scale);
 }
 
 }  // namespace

@@ -40,14 +40,16 @@ struct PhiloxDropoutFunction : public torch::autograd::Function<PhiloxDropoutFun
 
 }  // namespace
 
+uint64_t draw_seed() {
+  at::Generator generator = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(generator.mutex());
+  return at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
+}
+
 kernels::DropoutDraw draw_dropout(double p) {
   kernels::DropoutDraw draw;
   draw.p = p;
-  if (p > 0) {
-    at::Generator generator = at::detail::getDefaultCPUGenerator();
-    std::lock_guard<std::mutex> lock(generator.mutex());
-    draw.seed = at::check_generator<at::CPUGeneratorImpl>(generator)->random64();
-  }
+  if (p > 0) draw.seed = draw_seed();
   return draw;
 }
 

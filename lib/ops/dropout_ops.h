@@ -12,8 +12,11 @@
 
 namespace cabert::ops {
 
-// One Philox stream per call: the seed is the next 64-bit number of the default CPU generator (so --seed
-// makes runs reproducible, and a checkpoint's generator state resumes them exactly), the offset 0.
+// The next 64-bit number of the default CPU generator: --seed makes it reproducible, and a checkpoint's generator
+// state resumes it exactly.
+uint64_t draw_seed();
+
+// One Philox stream per call: the seed draw_seed()'s, the offset 0.
 kernels::DropoutDraw draw_dropout(double p);
 
 // x itself unless training with p > 0 (p in [0, 1)). Fused path: the kernel forward, the same kernel on the

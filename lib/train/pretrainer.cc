@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "formats/metrics.pb.h"
+#include "kernels/seeded_generator.h"
 #include "lib/config/model_config_text.h"
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
@@ -48,8 +49,9 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
   if (examples.empty()) return {};
   torch::NoGradGuard no_grad;
   objectives.module().eval();
-  std::string torch_state = torch_cpu_rng_state();  // ELECTRA sampling must not disturb training
-  torch::manual_seed(mix_seed(seed ^ 0x5eed, static_cast<uint64_t>(communicator.rank())));
+  // ELECTRA's sampling must not disturb training: every generator torch::manual_seed would seed (the CPU's and
+  // each CUDA device's; restoring the CPU's alone left CUDA's restarting from this seed after every evaluation).
+  const kernels::SeededGenerators seeded(mix_seed(seed ^ 0x5eed, static_cast<uint64_t>(communicator.rank())));
   std::mt19937_64 shared_generator(seed);  // not drawn from: every row has its own seed
   std::vector<size_t> mine;
   for (size_t i = communicator.rank(); i < examples.size(); i += communicator.world_size()) mine.push_back(i);
@@ -66,7 +68,6 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
     StepOutput out = objectives.compute(batch, shared_generator);
     for (const auto& [key, value] : out.sums) sums[key] += value;
   }
-  set_torch_cpu_rng_state(torch_state);
   objectives.module().train();
   if (communicator.distributed()) {
     // Every rank adds the same names, whether or not its share of the held-out examples produced them.

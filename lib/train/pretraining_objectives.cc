@@ -3,9 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <optional>
 
+#include "kernels/seeded_generator.h"
 #include "lib/core/errors.h"
 #include "lib/data/seq2seq_batches.h"
+#include "lib/ops/dropout_ops.h"
 #include "lib/train/losses.h"
 
 namespace cabert::train {
@@ -131,6 +134,10 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   torch::Tensor sampled;
   {
     torch::NoGradGuard no_grad;
+    // On CUDA the samples come from the device's generator, which no checkpoint keeps: seeded for the call from
+    // the CPU generator (which they keep), they repeat and resume with the run. The CPU samples as it always did.
+    std::optional<kernels::SeededGenerator> seeded;
+    if (logits.is_cuda()) seeded.emplace(logits.device(), ops::draw_seed());
     sampled = torch::multinomial(torch::softmax(logits.detach().to(torch::kFloat), -1), 1).squeeze(-1);
   }
   torch::Tensor original = batch.ids.to(device_);
