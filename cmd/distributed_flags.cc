@@ -1,5 +1,7 @@
 #include "cmd/distributed_flags.h"
 
+#include <torch/cuda.h>
+
 #include "lib/core/errors.h"
 #include "lib/core/run_context.h"
 #include "lib/dist/environment.h"
@@ -29,7 +31,7 @@ bool launch_if_requested(const DistributedFlags& flags) {
 std::unique_ptr<dist::Communicator> join_job(const DistributedFlags& flags, std::string* device) {
   const dist::Environment env = dist::read_environment();
   if (!env.distributed()) return std::make_unique<dist::Communicator>();
-  if (*device == "cuda") *device = str("cuda:", env.local_rank);
+  *device = dist::rank_device(*device, env, static_cast<int64_t>(torch::cuda::device_count()));
   *device = ops::parse_device(*device).str();
   return std::make_unique<dist::Communicator>(env, ops::parse_device(*device),
                                               std::chrono::seconds(flags.timeout_seconds));

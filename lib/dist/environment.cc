@@ -49,4 +49,13 @@ Environment read_environment() {
   return env;
 }
 
+std::string rank_device(const std::string& device, const Environment& env, int64_t cuda_devices) {
+  if (device == "cuda" && cuda_devices > 0) return str("cuda:", env.local_rank % cuda_devices);
+  if (device.rfind("cuda:", 0) == 0 && env.local_world_size > 1) {
+    throw UsageError(str("--device ", device, ": with ", env.local_world_size, " processes on this machine each takes ",
+                         "its own GPU; give --device cuda (process LOCAL_RANK takes cuda:LOCAL_RANK)"));
+  }
+  return device;
+}
+
 }  // namespace cabert::dist

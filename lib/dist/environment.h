@@ -25,4 +25,10 @@ Environment read_environment();
 // True when a launcher started this process (RANK is set): `--nproc` then does not spawn again.
 bool started_by_launcher();
 
+// This process's --device in a distributed job. "cuda" becomes cuda:(LOCAL_RANK mod the CUDA devices this process
+// sees): one GPU per process on a machine, and cuda:0 under a launcher that shows each process its own GPU alone.
+// An indexed CUDA device with several processes on the machine is a UsageError: they would all train on that one
+// GPU, which NCCL refuses with an error about a peer. Anything else is returned as given.
+std::string rank_device(const std::string& device, const Environment& env, int64_t cuda_devices);
+
 }  // namespace cabert::dist

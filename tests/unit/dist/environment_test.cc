@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 
+#include "lib/core/errors.h"
 #include "lib/dist/environment.h"
 #include "tests/test_paths.h"
 
@@ -63,6 +64,30 @@ TEST_F(EnvironmentTest, MalformedVariablesAreUsageErrors) {
   unsetenv("WORLD_SIZE");
   EXPECT_EQ(testing::usage_error_message([] { read_environment(); }),
             "a data-parallel launch sets both RANK and WORLD_SIZE (torchrun does); only one is set");
+}
+
+// Each process of a job takes its own GPU: "cuda" maps LOCAL_RANK onto the devices the process sees (one each;
+// under a launcher that shows each process one GPU, that one), an indexed device is refused when processes share
+// the machine (all on one GPU, NCCL's refusal reads as a dead peer), the CPU stays the CPU.
+TEST(RankDevice, EachLocalProcessTakesItsOwnGpu) {
+  Environment env;
+  env.world_size = 4;
+  env.local_world_size = 2;
+  env.local_rank = 1;
+  EXPECT_EQ(rank_device("cuda", env, 2), "cuda:1");
+  EXPECT_EQ(rank_device("cuda", env, 1), "cuda:0") << "one visible GPU per process";
+  EXPECT_EQ(rank_device("cpu", env, 2), "cpu");
+  EXPECT_EQ(rank_device("cuda", env, 0), "cuda") << "left to --device's own error (no CUDA device)";
+  try {
+    rank_device("cuda:0", env, 2);
+    FAIL() << "expected a UsageError";
+  } catch (const UsageError& error) {
+    EXPECT_STREQ(error.what(),
+                 "--device cuda:0: with 2 processes on this machine each takes its own GPU; give --device cuda "
+                 "(process LOCAL_RANK takes cuda:LOCAL_RANK)");
+  }
+  env.local_world_size = 1;  // one process per machine: the device it names
+  EXPECT_EQ(rank_device("cuda:1", env, 2), "cuda:1");
 }
 
 }  // namespace
