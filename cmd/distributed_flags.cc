@@ -31,10 +31,10 @@ bool launch_if_requested(const DistributedFlags& flags) {
 std::unique_ptr<dist::Communicator> join_job(const DistributedFlags& flags, std::string* device) {
   const dist::Environment env = dist::read_environment();
   if (!env.distributed()) return std::make_unique<dist::Communicator>();
-  *device = dist::rank_device(*device, env, static_cast<int64_t>(torch::cuda::device_count()));
-  *device = ops::parse_device(*device).str();
-  return std::make_unique<dist::Communicator>(env, ops::parse_device(*device),
-                                              std::chrono::seconds(flags.timeout_seconds));
+  const torch::Device parsed =
+      ops::parse_device(dist::rank_device(*device, env, static_cast<int64_t>(torch::cuda::device_count())));
+  *device = parsed.str();
+  return std::make_unique<dist::Communicator>(env, parsed, std::chrono::seconds(flags.timeout_seconds));
 }
 
 }  // namespace cabert::cmd

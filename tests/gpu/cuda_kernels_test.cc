@@ -24,7 +24,7 @@
 #include "lib/ops/conv_ops.h"
 #include "lib/ops/mixed_precision.h"
 #include "lib/ops/span_dynamic_conv.h"
-#include "tests/gpu/require_cuda.h"
+#include "tests/gpu/gpu_test_util.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/test_paths.h"
 
@@ -511,10 +511,7 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
   CABERT_REQUIRE_CUDA();
   const std::string dir = testing::temp_dir();
   const std::string binary = CABERT_BINARY, sample = std::string(CABERT_SOURCE_DIR) + "/recipes/quickstart/data";
-  auto run = [&](const std::string& command) {
-    ASSERT_EQ(std::system((command + " > " + dir + "/out 2> " + dir + "/err").c_str()), 0)
-        << command << "\n" << testing::read_text(dir + "/err");
-  };
+  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(dir, command)); };
   run(binary + " -q tokenize train -i " + sample + "/gutenberg/11-0.txt --input-format gutenberg --vocab-size 300 " +
       "--model-prefix " + dir + "/tok");
   run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
@@ -525,26 +522,18 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
       {"dynamicconv-tiny", ""}};
   for (const auto& [preset, settings] : presets) {
     for (const char* amp : {"", " --amp"}) {
-      std::string losses[2];
+      std::vector<std::pair<int64_t, double>> losses[2];
       int index = 0;
       for (const char* kernels : {"fused", "reference"}) {
         const std::string model_dir = str(dir, "/", preset, kernels, amp[0] ? "-amp" : "");
         run(str(binary, " pretrain --preset ", preset, " --corpus ", dir, "/corpus --model-dir ", model_dir,
                 " --steps 2 --batch-size 4 --device cuda --kernels ", kernels, amp, settings));
-        run(str(binary, " inspect --json --limit -1 ", model_dir, "/metrics.cabert"));
-        std::istringstream lines(testing::read_text(dir + "/out"));
-        for (std::string line; std::getline(lines, line);) {
-          const size_t at = line.find("\"loss\":");
-          if (line.find("\"phase\":\"train\"") != std::string::npos && at != std::string::npos) {
-            losses[index] += line.substr(at + 7, line.find_first_of(",}", at) - at - 7) + " ";
-          }
-        }
-        ++index;
+        losses[index++] = testing::train_losses(dir, model_dir + "/metrics.cabert");
       }
       ASSERT_FALSE(losses[0].empty()) << preset << amp;
-      std::istringstream fused(losses[0]), reference(losses[1]);
-      double a = 0, b = 0;
-      while (fused >> a && reference >> b) EXPECT_NEAR(a, b, amp[0] ? 2e-2 : 1e-4) << preset << amp;
+      for (size_t i = 0; i < losses[0].size() && i < losses[1].size(); ++i) {
+        EXPECT_NEAR(losses[0][i].second, losses[1][i].second, amp[0] ? 2e-2 : 1e-4) << preset << amp;
+      }
     }
   }
 }

@@ -7,7 +7,7 @@
 
 #include "lib/bench/run_profile.h"
 #include "lib/ops/conv_ops.h"
-#include "tests/gpu/require_cuda.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace cabert {
 namespace {

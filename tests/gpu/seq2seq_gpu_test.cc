@@ -7,50 +7,17 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
-#include <cstdlib>
-#include <sstream>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "lib/core/errors.h"
-#include "tests/gpu/require_cuda.h"
-#include "tests/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace cabert {
 namespace {
 
-// Runs a shell command, its output into dir/out and dir/err; false (with the error output) when it fails.
-::testing::AssertionResult runs(const std::string& dir, const std::string& command) {
-  if (std::system((command + " > " + dir + "/out 2> " + dir + "/err").c_str()) == 0) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << command << "\n" << testing::read_text(dir + "/err");
-}
-
-std::vector<std::string> lines_of(const std::string& path) {
-  std::istringstream text(testing::read_text(path));
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(text, line);) lines.push_back(line);
-  return lines;
-}
-
-// The training losses a metrics file holds (inspect --json), in order: pre-training's records of phase "train"
-// (key "loss"), fine-tuning's of kind "TRAIN" (key "train_loss").
-std::vector<double> train_losses(const std::string& dir, const std::string& metrics) {
-  std::vector<double> losses;
-  if (!runs(dir, str(CABERT_BINARY, " inspect --json --limit -1 ", metrics))) return losses;
-  for (const std::string& line : lines_of(dir + "/out")) {
-    for (const auto& [record, key] : {std::pair<std::string, std::string>{"\"phase\":\"train\"", "\"loss\":"},
-                                      {"\"kind\":\"TRAIN\"", "\"train_loss\":"}}) {
-      const size_t at = line.find(key);
-      if (line.find(record) != std::string::npos && at != std::string::npos) {
-        losses.push_back(std::stod(line.substr(at + key.size())));
-      }
-    }
-  }
-  return losses;
-}
+using testing::lines_of;
+using testing::runs;
+using testing::train_losses;
 
 // A translation model trained on cuda translates the test sentences with beam search on cuda as the same
 // checkpoint does on the CPU: the same hypotheses, but for the few a near tie in float may turn.
@@ -64,9 +31,10 @@ TEST(CudaSeq2Seq, TranslationTrainsOnCudaAndTranslatesAsOnTheCpu) {
   ASSERT_TRUE(runs(dir, str(binary, " -q finetune --task translation --preset wu-lightconv-tiny --tokenizer ", dir,
                             "/joint.model --data ", slice, " --dev ", dir, "/dev.tsv --epochs 1 --lr 3e-3 ",
                             "--max-tokens 1500 --device cuda --model-dir ", dir, "/model")));
-  const std::vector<double> losses = train_losses(dir, dir + "/model/metrics.cabert");
+  const auto losses = train_losses(dir, dir + "/model/metrics.cabert");
   ASSERT_FALSE(losses.empty());
-  for (double loss : losses) EXPECT_TRUE(std::isfinite(loss) && loss > 0) << loss;
+  for (const auto& [step, loss] : losses)
+    EXPECT_TRUE(std::isfinite(loss) && loss > 0) << "step " << step << ": " << loss;
   std::vector<std::string> hypotheses[2];
   int index = 0;
   for (const char* device : {"cuda", "cpu"}) {
@@ -93,7 +61,7 @@ TEST(CudaSeq2Seq, SpanCorruptionAndTextToTextRunOnCuda) {
                     "--vocab-size 500 --sentinels 4 --lowercase --byte-fallback --model-prefix ", dir, "/tok")));
   ASSERT_TRUE(runs(dir, str(binary, " -q build-corpus -m ", dir, "/tok.model -i ", sample, "/gutenberg/11-0.txt ",
                             "--input-format gutenberg --max-length 48 -o ", dir, "/corpus")));
-  std::vector<double> losses[2];
+  std::vector<std::pair<int64_t, double>> losses[2];
   int index = 0;
   for (const char* kernels : {"fused", "reference"}) {
     const std::string model_dir = str(dir, "/pt-", kernels);
@@ -104,7 +72,10 @@ TEST(CudaSeq2Seq, SpanCorruptionAndTextToTextRunOnCuda) {
   }
   ASSERT_FALSE(losses[0].empty());
   ASSERT_EQ(losses[0].size(), losses[1].size());
-  for (size_t i = 0; i < losses[0].size(); ++i) EXPECT_NEAR(losses[0][i], losses[1][i], 1e-4) << "step " << i + 1;
+  for (size_t i = 0; i < losses[0].size(); ++i) {
+    EXPECT_EQ(losses[0][i].first, losses[1][i].first);
+    EXPECT_NEAR(losses[0][i].second, losses[1][i].second, 1e-4) << "step " << losses[0][i].first;
+  }
   ASSERT_TRUE(runs(dir, str("head -n 101 ", sample, "/SST-2/train.tsv > ", dir, "/train.tsv && head -n 41 ", sample,
                             "/SST-2/dev.tsv > ", dir, "/dev.tsv")));
   ASSERT_TRUE(runs(dir, str(binary, " -q finetune --init ", dir, "/pt-fused/checkpoint-00000004.cabert --task SST-2 ",

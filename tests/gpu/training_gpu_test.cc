@@ -6,15 +6,10 @@
 #include <gtest/gtest.h>
 #include <torch/torch.h>
 
-#include <cstdlib>
-#include <sstream>
 #include <string>
-#include <vector>
 
 #include "kernels/seeded_generator.h"
-#include "lib/core/errors.h"
-#include "tests/gpu/require_cuda.h"
-#include "tests/test_paths.h"
+#include "tests/gpu/gpu_test_util.h"
 
 namespace cabert {
 namespace {
@@ -36,24 +31,6 @@ TEST(CudaGenerators, ASeededScopePutsTheCudaStreamBack) {
   EXPECT_TRUE(torch::equal(torch::rand({8}, cuda), inside)) << "the scope drew manual_seed(77)'s stream";
 }
 
-std::vector<std::string> train_loss_fields(const std::string& dir, const std::string& model_dir) {
-  std::vector<std::string> fields;
-  const std::string command =
-      str(CABERT_BINARY, " inspect --json --limit -1 ", model_dir, "/metrics.cabert > ", dir, "/out 2> ", dir, "/err");
-  if (std::system(command.c_str()) != 0) return fields;
-  std::istringstream lines(testing::read_text(dir + "/out"));
-  for (std::string line; std::getline(lines, line);) {
-    const size_t step = line.find("\"step\":"), loss = line.find("\"loss\":");
-    if (line.find("\"phase\":\"train\"") == std::string::npos || step == std::string::npos ||
-        loss == std::string::npos) {
-      continue;
-    }
-    fields.push_back(line.substr(step, line.find(',', step) - step) + " " +
-                     line.substr(loss, line.find_first_of(",}", loss) - loss));
-  }
-  return fields;
-}
-
 // ELECTRA with ConvBERT (SDPA attention with dropout, sampling on cuda), evaluated every step: 4 steps straight,
 // and the same run resumed from its step-2 checkpoint, give the same losses at steps 3 and 4 (to 1e-4: cuBLAS and
 // atomics may sum in another order; another dropout mask or sample moves them by 1e-2 and more).
@@ -61,11 +38,7 @@ TEST(CudaGenerators, ElectraResumedOnCudaContinuesAsTheUninterruptedRun) {
   CABERT_REQUIRE_CUDA();
   const std::string dir = testing::temp_dir(), binary = CABERT_BINARY;
   const std::string sample = std::string(CABERT_SOURCE_DIR) + "/recipes/quickstart/data";
-  auto run = [&](const std::string& command) {
-    ASSERT_EQ(std::system((command + " > " + dir + "/out 2> " + dir + "/err").c_str()), 0)
-        << command << "\n"
-        << testing::read_text(dir + "/err");
-  };
+  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(dir, command)); };
   run(str(binary, " -q tokenize train -i ", sample, "/gutenberg/11-0.txt --input-format gutenberg --vocab-size 300 ",
           "--model-prefix ", dir, "/tok"));
   run(str(binary, " -q build-corpus -m ", dir, "/tok.model -i ", sample, "/gutenberg/11-0.txt --input-format ",
@@ -76,17 +49,13 @@ TEST(CudaGenerators, ElectraResumedOnCudaContinuesAsTheUninterruptedRun) {
   run(str(binary, " -q", common, " --model-dir ", dir, "/full"));
   run(str("mkdir -p ", dir, "/resumed && cp ", dir, "/full/checkpoint-00000002.cabert ", dir, "/resumed/"));
   run(str(binary, " -q", common, " --model-dir ", dir, "/resumed --resume"));
-  const std::vector<std::string> full = train_loss_fields(dir, dir + "/full");
-  const std::vector<std::string> resumed = train_loss_fields(dir, dir + "/resumed");
+  const auto full = testing::train_losses(dir, dir + "/full/metrics.cabert");
+  const auto resumed = testing::train_losses(dir, dir + "/resumed/metrics.cabert");
   ASSERT_EQ(full.size(), 4u);
   ASSERT_EQ(resumed.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
-    const std::string& a = full[i + 2];
-    const std::string& b = resumed[i];
-    EXPECT_EQ(a.substr(0, a.find(' ')), b.substr(0, b.find(' ')));
-    EXPECT_NEAR(std::stod(a.substr(a.find(':', a.find(' ')) + 1)), std::stod(b.substr(b.find(':', b.find(' ')) + 1)),
-                1e-4)
-        << a << " vs " << b;
+    EXPECT_EQ(full[i + 2].first, resumed[i].first);
+    EXPECT_NEAR(full[i + 2].second, resumed[i].second, 1e-4) << "step " << full[i + 2].first;
   }
 }
 
