@@ -75,37 +75,41 @@ T larger(T a, T b) {
 }
 
 // x[c] = x[c] scale + (edge + bias[c]) in place (the q.k product scaled, plus the terms a key outside the band
-// adds); returns the largest result (-inf when n = 0).
-template <typename T>
-T scale_add_max(T* __restrict x, int64_t n, T scale, T edge, const T* __restrict bias) {
+// adds); returns the largest result (-inf when n = 0). With kProbabilities, x[c] = e^(min(that - shift, 0))
+// instead (the backward's probabilities from the row's log-sum-exp, in the same pass), and the return is
+// meaningless.
+template <bool kProbabilities = false, typename T>
+T scale_add_max(T* __restrict x, int64_t n, T scale, T edge, const T* __restrict bias, T shift = T(0)) {
   constexpr int64_t L = kRowLanes<T>;
   T lanes[L];
   for (int64_t v = 0; v < L; ++v) lanes[v] = kMinusInfinity<T>;
+  auto one = [&](int64_t c) {
+    const T y = x[c] * scale + (edge + bias[c]);
+    x[c] = kProbabilities ? exp_nonpositive(y - shift) : y;
+    return y;
+  };
   int64_t c = 0;
   for (; c + L <= n; c += L) {
 #pragma omp simd
     for (int64_t v = 0; v < L; ++v) {
-      const T y = x[c + v] * scale + (edge + bias[c + v]);
-      x[c + v] = y;
-      lanes[v] = y > lanes[v] ? y : lanes[v];
+      const T y = one(c + v);
+      if (!kProbabilities) lanes[v] = y > lanes[v] ? y : lanes[v];
     }
   }
-  // The runs beside the band have any length: the rest a vector at a time, then at most a vector's worth.
+  // The runs beside and inside the band have any length: the rest a vector at a time, the last one partial
+  // (masked lanes: a scalar tail of up to 15 exponentials per run was a quarter of the backward's pass).
   constexpr int64_t V = 64 / sizeof(T);
-  for (; c + V <= n; c += V) {
+  for (; c < n; c += V) {
+    const int64_t live = n - c;
 #pragma omp simd
     for (int64_t v = 0; v < V; ++v) {
-      const T y = x[c + v] * scale + (edge + bias[c + v]);
-      x[c + v] = y;
-      lanes[v] = y > lanes[v] ? y : lanes[v];
+      if (v < live) {
+        const T y = one(c + v);
+        if (!kProbabilities) lanes[v] = y > lanes[v] ? y : lanes[v];
+      }
     }
   }
-  T result = fold_lanes<L>(lanes, larger<T>);
-  for (; c < n; ++c) {
-    x[c] = x[c] * scale + (edge + bias[c]);
-    result = x[c] > result ? x[c] : result;
-  }
-  return result;
+  return kProbabilities ? T(0) : fold_lanes<L>(lanes, larger<T>);
 }
 
 // x[c] = e^(min(x[c] - shift, 0)) in place; returns the sum.
@@ -123,12 +127,19 @@ T exp_in_place(T* x, int64_t n, T shift) {
       lanes[v] += p;
     }
   }
-  T sum = fold_lanes<L>(lanes, [](T a, T b) { return a + b; });
-  for (; c < n; ++c) {
-    x[c] = exp_nonpositive(x[c] - shift);
-    sum += x[c];
+  constexpr int64_t V = 64 / sizeof(T);
+  for (; c < n; c += V) {  // the last vector partial, as in scale_add_max
+    const int64_t live = n - c;
+#pragma omp simd
+    for (int64_t v = 0; v < V; ++v) {
+      if (v < live) {
+        const T p = exp_nonpositive(x[c + v] - shift);
+        x[c + v] = p;
+        lanes[v] += p;
+      }
+    }
   }
-  return sum;
+  return fold_lanes<L>(lanes, [](T a, T b) { return a + b; });
 }
 
 // Strided rows of one [T, d] matrix (a (batch, head) slice of q, k, v, out or a gradient).
@@ -161,7 +172,7 @@ struct Shape {
 
 // Per batch element: does it have no real key, and how many real keys does each key tile hold.
 struct MaskSummary {
-  std::vector<char> no_real_key;  // [B]
+  std::vector<char> no_real_key;      // [B]
   std::vector<int64_t> real_in_tile;  // [B, key tiles]
   int64_t tiles = 0;
 };
@@ -229,17 +240,20 @@ void column_terms(const Head<T>& head, const Shape& shape, int64_t j0, int64_t c
 // -inf for masked keys; zeros when the head has no real key), and each row's maximum into row_max (if not
 // null). One product for the tile, then one pass over each row: the runs left and right of the band add an
 // edge value of the query band plus the column terms, the 2n+1 keys inside it are added one by one.
-// key_first / key_last: scratch of cols values.
-template <typename T>
+// With kProbabilities (the backward), each score s becomes its probability e^(s - lse[row]) in the same pass.
+// key_first / key_last: scratch of cols values; band_bias: of 2n+1.
+template <bool kProbabilities = false, typename T>
 void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, int64_t rows, int64_t j0, int64_t cols,
-                 T* s, T* row_max, T* key_first, T* key_last) {
+                 T* s, T* row_max, T* key_first, T* key_last, T* band_bias, const T* lse = nullptr) {
   if (head.uniform) {
-    std::fill(s, s + rows * cols, T(0));
+    for (int64_t r = 0; r < rows; ++r) {
+      std::fill(s + r * cols, s + (r + 1) * cols, kProbabilities ? exp_nonpositive(T(0) - lse[i0 + r]) : T(0));
+    }
     if (row_max != nullptr) std::fill(row_max, row_max + rows, T(0));
     return;
   }
-  gemm<T>(false, true, rows, cols, shape.head_size, T(1), head.q.row(i0), head.q.ld, head.k.row(j0), head.k.ld, T(0),
-          s, cols);
+  gemm<T>(false, true, rows, cols, shape.head_size, T(1), head.q.row(i0), head.q.ld, head.k.row(j0), head.k.ld, T(0), s,
+          cols);
   column_terms(head, shape, j0, cols, key_first, key_last);
   const int64_t n = shape.radius, w = shape.width;
   const T* kb = head.key_band;
@@ -248,18 +262,21 @@ void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, i
     T* row = s + r * cols;
     const BandSplit split = band_split(i, j0, cols, n);
     const T* qb = head.query_band != nullptr ? head.query_band + i * w : nullptr;
-    T largest = std::max(
-        scale_add_max(row, split.left, scale, qb != nullptr ? qb[0] : T(0), key_last),
-        scale_add_max(row + split.right, cols - split.right, scale, qb != nullptr ? qb[2 * n] : T(0),
-                      key_first + split.right));
-    for (int64_t c = split.left; c < split.right; ++c) {
-      T y = row[c] * scale;
+    const T shift = kProbabilities ? lse[i] : T(0);
+    T largest =
+        std::max(scale_add_max<kProbabilities>(row, split.left, scale, qb != nullptr ? qb[0] : T(0), key_last, shift),
+                 scale_add_max<kProbabilities>(row + split.right, cols - split.right, scale,
+                                               qb != nullptr ? qb[2 * n] : T(0), key_first + split.right, shift));
+    // Inside the band: its terms gathered (the key band's entries lie 2n apart), then the same vector pass.
+    const int64_t inside = split.right - split.left;
+    for (int64_t k = 0; k < inside; ++k) {
+      const int64_t c = split.left + k;
+      T y = T(0);
       if (qb != nullptr) y += qb[j0 + c - i + n];
       if (kb != nullptr) y += kb[(j0 + c) * w + (i - j0 - c + n)];
-      if (head.mask != nullptr && !head.mask[j0 + c]) y = kMinusInfinity<T>;
-      row[c] = y;
-      largest = std::max(largest, y);
+      band_bias[k] = head.mask != nullptr && !head.mask[j0 + c] ? kMinusInfinity<T> : y;
     }
+    largest = std::max(largest, scale_add_max<kProbabilities>(row + split.left, inside, scale, T(0), band_bias, shift));
     if (row_max != nullptr) row_max[r] = largest;
   }
 }
@@ -291,18 +308,19 @@ bool skip_key_tile(const Head<T>& head, const MaskSummary& summary, int64_t b, i
 }
 
 template <typename T>
-void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSummary& summary, AttentionOutputs& result) {
+void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSummary& summary,
+                   AttentionOutputs& result) {
   const int64_t T_ = shape.length, d = shape.head_size, query_tiles = (T_ + kForwardQueryTile - 1) / kForwardQueryTile;
   const T scale = static_cast<T>(in.scale);
   const bool dropout = in.dropout.p > 0;
-  T* out = result.out.data_ptr<T>();          // [B, T, N, d] storage
-  T* lse = result.logsumexp.data_ptr<T>();    // [B, N, T]
+  T* out = result.out.data_ptr<T>();        // [B, T, N, d] storage
+  T* lse = result.logsumexp.data_ptr<T>();  // [B, N, T]
   // Scratch for the largest tile this length has (short sequences: much less than a full tile's 512 KiB).
   const int64_t tile_rows = std::min(kForwardQueryTile, T_), tile_cols = std::min(kKeyTile, T_);
   at::parallel_for(0, shape.batch * shape.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(tile_rows * tile_cols), factor(dropout ? tile_rows * tile_cols : 0), acc(tile_rows * d);
     std::vector<T> row_max(tile_rows), row_sum(tile_rows), tile_max(tile_rows), key_first(tile_cols),
-        key_last(tile_cols);
+        key_last(tile_cols), band_bias(shape.width);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / query_tiles, b = bh / shape.heads, h = bh % shape.heads;
       const int64_t i0 = (task % query_tiles) * kForwardQueryTile, rows = std::min(kForwardQueryTile, T_ - i0);
@@ -314,7 +332,7 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
         if (skip_key_tile(head, summary, b, tile)) continue;
         const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
         tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), tile_max.data(), key_first.data(),
-                    key_last.data());
+                    key_last.data(), band_bias.data());
         if (dropout) dropout_factors(head, shape, in.dropout, i0, rows, j0, cols, factor.data());
         for (int64_t r = 0; r < rows; ++r) {
           T* row = s.data() + r * cols;
@@ -378,13 +396,14 @@ T run_score_grads(T* __restrict g, const T* __restrict p, const T* __restrict f,
 #pragma omp simd
     for (int64_t v = 0; v < L; ++v) lanes[v] += one(c + v);
   }
-  for (; c + V <= n; c += V) {
+  for (; c < n; c += V) {  // the last vector partial, as in scale_add_max
+    const int64_t live = n - c;
 #pragma omp simd
-    for (int64_t v = 0; v < V; ++v) lanes[v] += one(c + v);
+    for (int64_t v = 0; v < V; ++v) {
+      if (v < live) lanes[v] += one(c + v);
+    }
   }
-  T sum = fold_lanes<L>(lanes, [](T x, T y) { return x + y; });
-  for (; c < n; ++c) sum += one(c);
-  return sum;
+  return fold_lanes<L>(lanes, [](T x, T y) { return x + y; });
 }
 
 // The score gradients of the tile's rows [rows, cols] in place over dP (ds = p (dP z / (1 - p) - delta)) and
@@ -406,11 +425,15 @@ void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64
     const T right = run_score_grads<kDropout>(g + split.right, p + split.right, kDropout ? f + split.right : nullptr,
                                               delta_i, key_first_grad + split.right, cols - split.right);
     T* qg = query_band_grad != nullptr ? query_band_grad + i * w : nullptr;
-    for (int64_t c = split.left; c < split.right; ++c) {
-      const T y = score_grad<kDropout>(g[c], p[c], kDropout ? f[c] : T(0), delta_i);
-      g[c] = y;
-      if (qg != nullptr) qg[j0 + c - i + n] += y;
-      if (key_band_grad != nullptr) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += y;
+#pragma omp simd
+    for (int64_t c = split.left; c < split.right; ++c)
+      g[c] = score_grad<kDropout>(g[c], p[c], kDropout ? f[c] : T(0), delta_i);
+    if (qg != nullptr) {
+#pragma omp simd
+      for (int64_t c = split.left; c < split.right; ++c) qg[j0 + c - i + n] += g[c];
+    }
+    if (key_band_grad != nullptr) {
+      for (int64_t c = split.left; c < split.right; ++c) key_band_grad[(j0 + c) * w + (i - j0 - c + n)] += g[c];
     }
     if (qg != nullptr) {
       qg[0] += left;
@@ -430,7 +453,8 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
   const int64_t tile_size = std::min(kQueryTile, T_) * std::min(kKeyTile, T_), tile_cols = std::min(kKeyTile, T_);
   at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(tile_size), ds(tile_size), factor(dropout ? tile_size : 0), dropped(dropout ? tile_size : 0);
-    std::vector<T> key_first(tile_cols), key_last(tile_cols), key_first_grad(T_), key_last_grad(T_), delta(T_);
+    std::vector<T> key_first(tile_cols), key_last(tile_cols), key_first_grad(T_), key_last_grad(T_), delta(T_),
+        band_bias(w);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / shape.heads, h = bh % shape.heads;
       const Head<T> head = head_of<T>(in, shape, summary, b, h);
@@ -457,11 +481,9 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
         for (int64_t tile = 0; tile < summary.tiles; ++tile) {
           if (skip_key_tile(head, summary, b, tile)) continue;  // their dK and dV stay zero
           const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
-          tile_scores(head, shape, scale, i0, rows, j0, cols, s.data(), static_cast<T*>(nullptr), key_first.data(),
-                      key_last.data());
-          for (int64_t r = 0; r < rows; ++r) {  // probabilities from the saved log-sum-exp
-            exp_in_place(s.data() + r * cols, cols, lse[i0 + r]);
-          }
+          // The probabilities, from the saved log-sum-exp.
+          tile_scores<true>(head, shape, scale, i0, rows, j0, cols, s.data(), static_cast<T*>(nullptr),
+                            key_first.data(), key_last.data(), band_bias.data(), lse);
           const T* used = s.data();  // p z / (1 - p): what multiplied V
           if (dropout) {
             dropout_factors(head, shape, in.dropout, i0, rows, j0, cols, factor.data());
@@ -477,8 +499,8 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
                          key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
           gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
                   dq.ld);
-          gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1),
-                  dk_rows.row(j0), dk_rows.ld);
+          gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1), dk_rows.row(j0),
+                  dk_rows.ld);
         }
       }
       if (key_band_grad != nullptr) {
