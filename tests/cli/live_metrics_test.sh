@@ -47,7 +47,9 @@ echo "$walls" | sort -g -c || fail "wall_seconds go back across the resume: $(ec
 # inspect's text mode shows every value of a record, sorted by name (a map's order is unspecified).
 "$CABERT" inspect --limit 1 "$work/pt/metrics.cabert" | grep '^record 1:' > "$work/record1.txt"
 keys=$(sed 's/.*values: {\([^}]*\)}.*/\1/' "$work/record1.txt" | tr ',' '\n' | sed 's/^ *\([a-z_]*\):.*/\1/' | tr '\n' ' ')
-json_keys=$("$CABERT" inspect --json --limit 1 "$work/pt/metrics.cabert" | grep '"phase"' | head -n 1 | python3 -c \
+# (Files and grep -m 1 instead of `| head`: under pipefail, the writer dies of SIGPIPE when head stops reading first.)
+"$CABERT" inspect --json --limit 1 "$work/pt/metrics.cabert" > "$work/record1.json"
+json_keys=$(grep -m 1 '"phase"' "$work/record1.json" | python3 -c \
   'import json, sys; print(" ".join(sorted(json.loads(sys.stdin.readline())["values"])) + " ")')
 [ "$keys" = "$json_keys" ] || fail "inspect text mode shows values '$keys', the record holds '$json_keys'"
 
@@ -59,7 +61,7 @@ head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
 "$CABERT" inspect --json --limit -1 "$work/ft/metrics.cabert" > "$work/ft.json"
 trains=$(grep -c '"kind":"TRAIN"' "$work/ft.json" || true)
 [ "$trains" = 5 ] || fail "finetune wrote $trains TRAIN records for 20 updates at --log-every 4: $(cat "$work/ft.json")"
-grep '"kind":"TRAIN"' "$work/ft.json" | head -n 1 | grep '"step":"4".*"train_loss":' > /dev/null \
-  || fail "the first TRAIN record: $(grep '"kind":"TRAIN"' "$work/ft.json" | head -n 1)"
+grep -m 1 '"kind":"TRAIN"' "$work/ft.json" | grep '"step":"4".*"train_loss":' > /dev/null \
+  || fail "the first TRAIN record: $(grep -m 1 '"kind":"TRAIN"' "$work/ft.json")"
 [ "$(grep -c '"kind":"EPOCH"' "$work/ft.json")" = 2 ] || fail "finetune lost its EPOCH records"
 echo "live_metrics: ok"

@@ -44,7 +44,9 @@ diff "$work/a" "$work/b" >/dev/null || fail "text input and token-record input g
 mkdir -p "$work/here" "$work/elsewhere"
 cp "$work/tok.model" "$work/here/moved.model"
 (cd "$work/here" && "$CABERT" -q build-corpus -m moved.model -i "$sentences" -o corpus --max-length 32)
-"$CABERT" inspect "$work/here/corpus" --json --limit 0 | head -1 > "$work/header.json"
+# (Through a file, not `| head -1`: under pipefail, inspect dies of SIGPIPE writing its summary line after head quit.)
+"$CABERT" inspect "$work/here/corpus" --json --limit 0 > "$work/inspect0.json"
+sed -n 1p "$work/inspect0.json" > "$work/header.json"
 python3 - "$work/header.json" "$work/here/moved.model" <<'PY'
 import json, sys
 header = json.load(open(sys.argv[1]))["header"]
