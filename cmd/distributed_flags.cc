@@ -32,7 +32,7 @@ std::unique_ptr<dist::Communicator> join_job(const DistributedFlags& flags, std:
   const dist::Environment env = dist::read_environment();
   if (!env.distributed()) return std::make_unique<dist::Communicator>();
   const torch::Device parsed =
-      ops::parse_device(dist::rank_device(*device, env, static_cast<int64_t>(torch::cuda::device_count())));
+      ops::select_device(dist::rank_device(*device, env, static_cast<int64_t>(torch::cuda::device_count())));
   *device = parsed.str();
   return std::make_unique<dist::Communicator>(env, parsed, std::chrono::seconds(flags.timeout_seconds));
 }

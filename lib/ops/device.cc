@@ -1,5 +1,7 @@
 #include "lib/ops/device.h"
 
+#include <c10/core/impl/VirtualGuardImpl.h>
+
 #include <cctype>
 
 #include "kernels/build_info.h"
@@ -34,6 +36,12 @@ torch::Device parse_device(const std::string& name) {
     return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
   }
   return torch::Device(torch::kCUDA);
+}
+
+torch::Device select_device(const std::string& name) {
+  const torch::Device device = parse_device(name);
+  if (device.is_cuda() && device.has_index()) c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).setDevice(device);
+  return device;
 }
 
 bool on_device(const torch::Device& actual, const torch::Device& expected) {

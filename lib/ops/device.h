@@ -11,6 +11,11 @@ namespace cabert::ops {
 // kernels, and for a CUDA device this machine does not have.
 torch::Device parse_device(const std::string& name);
 
+// parse_device, and an indexed CUDA device made the process's current CUDA device, as a training process
+// should (torch.cuda.set_device): what PyTorch creates without naming a device (a CUDA context, the current
+// stream, NCCL's communicators, tensors on "cuda") then goes to that GPU, not to GPU 0 for every process.
+torch::Device select_device(const std::string& name);
+
 // Whether a tensor on `actual` is on `expected`. A device without an index ("cuda", as parse_device gives it for
 // --device cuda) stands for its type's current device, and a tensor's device always has one (cuda:0), so an
 // unindexed `expected` matches every index of its type; an indexed one only itself.

@@ -116,7 +116,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
   const int world = communicator.world_size();
   const bool main_rank = communicator.is_main();
-  torch::Device device = ops::parse_device(options.device);
+  torch::Device device = ops::select_device(options.device);
 
   // Model config and the checkpoint whose encoder we start from.
   io::Checkpoint init;

@@ -203,7 +203,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
   check_objective_fits(options.model, options.objective);
-  torch::Device device = ops::parse_device(options.device);
+  torch::Device device = ops::select_device(options.device);
   dist::Communicator single;
   dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
   const int world = communicator.world_size();

@@ -133,7 +133,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     throw UsageError(str("--schedule: expected inverse-sqrt or linear, got '", options.schedule, "'"));
   }
   if (options.dev_beam < 1) throw UsageError(str("--dev-beam: expected >= 1, got ", options.dev_beam));
-  torch::Device device = ops::parse_device(options.device);
+  torch::Device device = ops::select_device(options.device);
 
   // Model config, tokenizer and the checkpoint we start from.
   io::Checkpoint init;

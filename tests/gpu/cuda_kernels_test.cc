@@ -22,6 +22,7 @@
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
+#include "lib/ops/device.h"
 #include "lib/ops/mixed_precision.h"
 #include "lib/ops/span_dynamic_conv.h"
 #include "tests/gpu/gpu_test_util.h"
@@ -414,6 +415,19 @@ TEST(CudaKernels, ASecondDeviceComputesOnItself) {
   const torch::Tensor out = ops::dynamic_conv(x.to(second), kernels.to(second), 2);
   EXPECT_EQ(out.device(), second);
   EXPECT_TRUE(torch::allclose(out.cpu(), ops::dynamic_conv(x, kernels, 2), 1e-12, 1e-12));
+}
+
+// What a trainer does with --device cuda:1 (and each data-parallel rank with its GPU): that GPU becomes the current
+// one, so contexts, streams and NCCL's communicators stop landing on GPU 0; an unindexed "cuda" keeps it.
+TEST(CudaKernels, SelectingAnIndexedDeviceMakesItCurrent) {
+  CABERT_REQUIRE_CUDA();
+  if (torch::cuda::device_count() < 2) GTEST_SKIP() << "one CUDA device";
+  const c10::cuda::CUDAGuard restored_after(0);
+  EXPECT_EQ(ops::select_device("cuda:1"), torch::Device(torch::kCUDA, 1));
+  EXPECT_EQ(c10::cuda::current_device(), 1);
+  EXPECT_EQ(ops::select_device("cuda"), torch::Device(torch::kCUDA));
+  EXPECT_EQ(c10::cuda::current_device(), 1);
+  EXPECT_EQ(torch::zeros({1}, torch::Device(torch::kCUDA)).device(), torch::Device(torch::kCUDA, 1));
 }
 #endif
 

@@ -7,9 +7,9 @@
 namespace cabert::ops {
 namespace {
 
-std::string usage_error(const std::string& name) {
+std::string usage_error(const std::string& name, torch::Device (*parse)(const std::string&) = parse_device) {
   try {
-    parse_device(name);
+    parse(name);
   } catch (const UsageError& error) {
     return error.what();
   }
@@ -18,9 +18,14 @@ std::string usage_error(const std::string& name) {
 
 TEST(ParseDevice, CpuIsTheCpu) { EXPECT_EQ(parse_device("cpu"), torch::Device(torch::kCPU)); }
 
+TEST(SelectDevice, TheCpuLeavesTheCurrentCudaDeviceAlone) {
+  EXPECT_EQ(select_device("cpu"), torch::Device(torch::kCPU));
+}
+
 TEST(ParseDevice, RefusesOtherNamesWithTheAcceptedForms) {
   for (const char* name : {"gpu", "CUDA", "cuda:", "cuda:x", "cuda:-1", "cuda:1:2", "cpu:0", ""}) {
     EXPECT_EQ(usage_error(name), std::string("--device: expected cpu, cuda or cuda:N, got '") + name + "'") << name;
+    EXPECT_EQ(usage_error(name, select_device), usage_error(name)) << name;
   }
 }
 
