@@ -40,6 +40,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The step's loss among its metric sums (no objective's sum has this name).
+constexpr const char* kStepLoss = "step_loss";
+
 // Every held-out example draws its masks from its own seed, so that every evaluation of a run sees the same
 // masks whatever the batch size or the number of ranks. Rank r evaluates examples r, r + W, ...; the metric
 // sums are added over the ranks.
@@ -55,7 +58,7 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
   std::mt19937_64 shared_generator(seed);  // not drawn from: every row has its own seed
   std::vector<size_t> mine;
   for (size_t i = communicator.rank(); i < examples.size(); i += communicator.world_size()) mine.push_back(i);
-  std::map<std::string, double> sums;
+  MetricSums batch_sums;
   for (size_t start = 0; start < mine.size(); start += batch_size) {
     std::vector<pb::PretrainingExample> slice;
     std::vector<uint64_t> seeds;
@@ -65,9 +68,9 @@ std::map<std::string, double> evaluate(Objectives& objectives, const std::vector
     }
     data::Batch batch = data::make_batch(slice);
     batch.row_seeds = std::move(seeds);
-    StepOutput out = objectives.compute(batch, shared_generator);
-    for (const auto& [key, value] : out.sums) sums[key] += value;
+    batch_sums.add(objectives.compute(batch, shared_generator).sums);
   }
+  std::map<std::string, double> sums = batch_sums.read();
   objectives.module().train();
   if (communicator.distributed()) {
     // Every rank adds the same names, whether or not its share of the held-out examples produced them.
@@ -366,10 +369,10 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     const double lr = linear_warmup_decay(peak_lr, step + 1, warmup, options.steps);
     optimizer.set_lr(lr);
     optimizer.zero_grad();
-    std::map<std::string, double> sums;
-    double loss_value = 0;  // this rank's part of the joint loss (the parts add up over the ranks)
+    // The metric sums, and under kStepLoss this rank's part of the joint loss (the parts add up over the ranks):
+    // on the device until the step's one read.
+    MetricSums step_sums;
     int64_t tokens = 0;
-    bool finite = true;
     for (int64_t micro = 0; micro < options.accumulate; ++micro) {
       std::vector<pb::PretrainingExample> examples;
       std::vector<uint64_t> seeds(options.batch_size);
@@ -386,9 +389,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       for (const auto& term : out.terms) counts.push_back(term.count);
       communicator.all_reduce_sum(counts, "the masked-token counts");
       torch::Tensor loss = joint_batch_loss(out, counts, world) / static_cast<double>(options.accumulate);
-      const double value = loss.item<double>() / world;
-      finite = finite && std::isfinite(value);
-      loss_value += value;
+      step_sums.add(kStepLoss, loss.detach().to(torch::kDouble) / world);
       if (micro + 1 == options.accumulate) gradient_sync->prepare(loss);  // earlier micro-batches accumulate locally
       try {
         loss.backward();
@@ -396,8 +397,12 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
         if (!communicator.distributed()) throw;
         communicator.fail("the gradient all-reduce", error);
       }
-      for (const auto& [k, v] : out.sums) sums[k] += v;
+      step_sums.add(out.sums);
     }
+    std::map<std::string, double> sums = step_sums.read();
+    double loss_value = sums[kStepLoss];
+    sums.erase(kStepLoss);
+    const bool finite = std::isfinite(loss_value);  // a non-finite micro-batch loss makes the sum non-finite
     // One all-reduce for what every rank must agree on before the update: a non-finite loss on any rank, the
     // joint loss, the token count and the metric sums.
     for (const auto& name : metric_sum_names(options.objective)) sums.try_emplace(name, 0.0);

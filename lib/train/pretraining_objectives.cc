@@ -101,12 +101,11 @@ StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt
   StepOutput out;
   out.loss = loss.loss / tokens;
   out.terms.push_back({out.loss, 1.0, tokens});
-  out.sums["span_loss_sum"] = loss.nll.item<double>();
-  out.sums["span_tokens"] = tokens;
-  out.sums["span_correct"] =
-      logits.argmax(-1).eq(target_out).logical_and(s2s.target_mask.to(device_)).sum().item<double>();
-  out.sums["noise_tokens"] = static_cast<double>(corrupted.noise_tokens);
-  out.sums["chunk_tokens"] = static_cast<double>(corrupted.chunk_tokens);
+  out.sums.add("span_loss_sum", loss.nll);
+  out.sums.add("span_tokens", tokens);
+  out.sums.add("span_correct", logits.argmax(-1).eq(target_out).logical_and(s2s.target_mask.to(device_)).sum());
+  out.sums.add("noise_tokens", static_cast<double>(corrupted.noise_tokens));
+  out.sums.add("chunk_tokens", static_cast<double>(corrupted.chunk_tokens));
   return out;
 }
 
@@ -122,9 +121,9 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
                                                        : electra_->generator_logits(input, segments, mask, positions);
   torch::Tensor generator_loss = mlm_loss(logits, labels);
   const double count = static_cast<double>(labels.size(0));
-  out.sums["mlm_loss_sum"] = generator_loss.item<double>() * count;
-  out.sums["mlm_count"] = count;
-  out.sums["mlm_correct"] = logits.argmax(-1).eq(labels).sum().item<double>();
+  out.sums.add("mlm_loss_sum", generator_loss.detach().to(torch::kDouble) * count);
+  out.sums.add("mlm_count", count);
+  out.sums.add("mlm_correct", logits.argmax(-1).eq(labels).sum());
   if (objective_ == Objective::kMlm) {
     out.loss = generator_loss;
     out.terms.push_back({generator_loss, 1.0, count});
@@ -150,11 +149,10 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   torch::Tensor weights = mask.to(torch::kFloat);
   out.terms.push_back({generator_loss, e.generator_weight(), count});
   out.terms.push_back({rtd_loss, e.discriminator_weight(), static_cast<double>(batch.tokens)});
-  out.sums["rtd_loss_sum"] = rtd_loss.item<double>();
-  out.sums["rtd_batches"] = 1;
-  out.sums["rtd_correct"] =
-      (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum().item<double>();
-  out.sums["rtd_count"] = weights.sum().item<double>();
+  out.sums.add("rtd_loss_sum", rtd_loss);
+  out.sums.add("rtd_batches", 1.0);
+  out.sums.add("rtd_correct", (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum());
+  out.sums.add("rtd_count", weights.sum());
   return out;
 }
 

@@ -25,6 +25,7 @@
 #include "lib/data/pretraining_batches.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/seq2seq_model.h"
+#include "lib/train/metric_sums.h"
 
 namespace cabert::train {
 
@@ -38,7 +39,7 @@ void check_objective_fits(const pb::ModelConfig& config, Objective objective);
 
 struct StepOutput {
   torch::Tensor loss;                   // what backward() sees
-  std::map<std::string, double> sums;   // metric sums (divided by counts at report time)
+  MetricSums sums;                      // metric sums (divided by counts at report time)
   // The loss as weighted means, loss = sum_i weight_i * mean_i, mean i over count_i items (masked tokens,
   // real tokens, target tokens): what a data-parallel step renormalises over the ranks' joint batch.
   struct Term {
