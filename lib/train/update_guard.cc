@@ -33,10 +33,21 @@ bool UpdateGuard::allow(double grad_norm, int64_t step) {
 void check_finite_weights(const std::vector<std::pair<std::string, torch::Tensor>>& named, const std::string& job,
                           const std::string& where) {
   torch::NoGradGuard no_grad;
+  // One flag per floating-point tensor, read in one copy (a read per tensor waited on the device each time).
+  std::vector<const std::string*> names;
+  std::vector<torch::Tensor> finite;
   for (const auto& [name, tensor] : named) {
     if (!tensor.is_floating_point()) continue;
-    if (!torch::isfinite(tensor).all().item<bool>()) {
-      throw Error(str(job, ": parameter ", name, " holds non-finite values ", where,
+    names.push_back(&name);
+    finite.push_back(torch::isfinite(tensor).all());
+  }
+  if (finite.empty()) return;
+  for (torch::Tensor& flag : finite) flag = flag.to(finite.front().device());
+  const torch::Tensor flags = torch::stack(finite).to(torch::kCPU).contiguous();
+  const bool* flag = flags.data_ptr<bool>();
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (!flag[i]) {
+      throw Error(str(job, ": parameter ", *names[i], " holds non-finite values ", where,
                       "; not saving a broken model (lower --lr; earlier checkpoints are kept)"));
     }
   }
