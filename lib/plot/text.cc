@@ -2,6 +2,8 @@
 
 #include <cmath>
 
+#include "lib/core/errors.h"
+
 namespace cabert::plot {
 namespace {
 
@@ -13,11 +15,14 @@ double font_size(Font font) {
     case Font::kAxisTitle: return 14;
     case Font::kPanelTitle: return 15;
     case Font::kFigureTitle: return 18;
+    case Font::kFigureTitleNarrow: return 13;
   }
   return 13;
 }
 
-bool is_bold(Font font) { return font == Font::kPanelTitle || font == Font::kFigureTitle; }
+bool is_bold(Font font) {
+  return font == Font::kPanelTitle || font == Font::kFigureTitle || font == Font::kFigureTitleNarrow;
+}
 
 // Length of the UTF-8 sequence that starts with `lead`.
 size_t utf8_length(unsigned char lead) {
@@ -67,6 +72,14 @@ std::string ellipsize(cairo_t* cr, Font font, const std::string& text, double ma
     best = candidate;
   }
   return best;
+}
+
+FittedText fit_text(cairo_t* cr, const std::vector<Font>& fonts, const std::string& text, double max_width) {
+  if (fonts.empty()) throw Error("internal: fit_text without a font");
+  for (Font font : fonts) {
+    if (text_width(cr, font, text) <= max_width) return {font, text};
+  }
+  return {fonts.back(), ellipsize(cr, fonts.back(), text, max_width)};
 }
 
 void draw_text(cairo_t* cr, Font font, const std::string& text, double x, double y, HAlign h, VAlign v,

@@ -6,10 +6,12 @@
 #include <cairo.h>
 
 #include <string>
+#include <vector>
 
 namespace cabert::plot {
 
-enum class Font { kTick, kAxisTitle, kPanelTitle, kFigureTitle };
+// kFigureTitleNarrow: the figure title's bold at a smaller size, for a title wider than its figure.
+enum class Font { kTick, kAxisTitle, kPanelTitle, kFigureTitle, kFigureTitleNarrow };
 
 // Sets up the context's font options and selects `font`.
 void use_font(cairo_t* cr, Font font);
@@ -18,6 +20,14 @@ double text_width(cairo_t* cr, Font font, const std::string& text);
 double line_height(cairo_t* cr, Font font);
 // `text`, or its longest prefix + "…" that fits in max_width.
 std::string ellipsize(cairo_t* cr, Font font, const std::string& text, double max_width);
+
+// The first of `fonts` (largest first) in which the whole of `text` fits in max_width; when none does, the text
+// ellipsized in the last.
+struct FittedText {
+  Font font;
+  std::string text;
+};
+FittedText fit_text(cairo_t* cr, const std::vector<Font>& fonts, const std::string& text, double max_width);
 
 // Where the anchor lies on the text's box, in the text's own (rotated) frame.
 enum class HAlign { kLeft, kCentre, kRight };

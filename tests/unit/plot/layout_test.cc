@@ -40,6 +40,32 @@ bool inside(const Rect& inner, const Rect& outer) {
          inner.y + inner.height <= outer.y + outer.height;
 }
 
+// A one-panel figure's title ("bert-tiny-fixed (pretrain step 2): softmax of beta_h over offsets", about 600 px
+// in the title's font) was cut to "...: softmax of …" in its 500 px: it now takes the narrow title font whole,
+// and only a title too long even for that is cut.
+TEST(PlotLayout, ATitleTooWideShrinksBeforeItIsCut) {
+  ScratchContext measure;
+  const std::vector<Font> fonts{Font::kFigureTitle, Font::kFigureTitleNarrow};
+  const std::string title = "bert-tiny-fixed (pretrain step 2): softmax of \u03b2_h over offsets";
+  const double wide = text_width(measure.get(), Font::kFigureTitle, title);
+  const double narrow = text_width(measure.get(), Font::kFigureTitleNarrow, title);
+  ASSERT_LT(narrow, wide);
+
+  FittedText fitted = fit_text(measure.get(), fonts, title, wide);
+  EXPECT_EQ(fitted.font, Font::kFigureTitle);
+  EXPECT_EQ(fitted.text, title);
+
+  fitted = fit_text(measure.get(), fonts, title, (wide + narrow) / 2);
+  EXPECT_EQ(fitted.font, Font::kFigureTitleNarrow);
+  EXPECT_EQ(fitted.text, title);
+
+  fitted = fit_text(measure.get(), fonts, title, narrow / 2);
+  EXPECT_EQ(fitted.font, Font::kFigureTitleNarrow);
+  EXPECT_EQ(fitted.text, ellipsize(measure.get(), Font::kFigureTitleNarrow, title, narrow / 2));
+  EXPECT_LE(text_width(measure.get(), Font::kFigureTitleNarrow, fitted.text), narrow / 2);
+  EXPECT_EQ(fitted.text.substr(fitted.text.size() - 3), "\u2026");
+}
+
 TEST(PlotLayout, ShortLabelsStandLevelAndAllShow) {
   ScratchContext measure;
   PanelLayout layout = layout_panel(measure.get(), heatmap_figure(6, labels(6, "w")), 0);
