@@ -32,10 +32,9 @@ void draw_figure(cairo_t* cr, const Figure& figure) {
     Size size = figure_size(figure);
     set_colour(cr, kInkColour);
     // A one-panel figure is narrower than a long title: smaller before it is cut.
-    const FittedText title = fit_text(cr, {Font::kFigureTitle, Font::kFigureTitleNarrow}, figure.title,
-                                      size.width - 2 * kPadding);
-    draw_text(cr, title.font, title.text, size.width / 2.0, kFigureTitleBand / 2.0, HAlign::kCentre,
-              VAlign::kMiddle);
+    const FittedText title =
+        fit_text(cr, {Font::kFigureTitle, Font::kFigureTitleNarrow}, figure.title, size.width - 2 * kPadding);
+    draw_text(cr, title.font, title.text, size.width / 2.0, kFigureTitleBand / 2.0, HAlign::kCentre, VAlign::kMiddle);
   }
   for (size_t panel = 0; panel < figure.panels.size(); ++panel) {
     PanelLayout layout = layout_panel(cr, figure, panel);

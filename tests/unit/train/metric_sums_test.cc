@@ -13,7 +13,7 @@ TEST(MetricSums, HostAndTensorValuesAddUpByName) {
   sums.add("count", 3.0);
   sums.add("count", 4.5);
   sums.add("correct", torch::tensor({true, false, true}).sum());  // an int64 count
-  sums.add("loss", torch::tensor(0.1f));                           // a float mean, kept in double
+  sums.add("loss", torch::tensor(0.1f));                          // a float mean, kept in double
   MetricSums later;
   later.add("correct", torch::tensor(2));
   later.add("loss", torch::tensor({0.2f}));
