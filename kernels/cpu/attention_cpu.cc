@@ -239,7 +239,7 @@ void column_terms(const Head<T>& head, const Shape& shape, int64_t j0, int64_t c
 // The scores of queries i0 .. i0+rows against keys j0 .. j0+cols into s [rows, cols] (scale q.k, the bands,
 // -inf for masked keys; zeros when the head has no real key), and each row's maximum into row_max (if not
 // null). One product for the tile, then one pass over each row: the runs left and right of the band add an
-// edge value of the query band plus the column terms, the 2n+1 keys inside it are added one by one.
+// edge value of the query band plus the column terms, the 2n+1 keys inside it their gathered band terms.
 // With kProbabilities (the backward), each score s becomes its probability e^(s - lse[row]) in the same pass.
 // key_first / key_last: scratch of cols values; band_bias: of 2n+1.
 template <bool kProbabilities = false, typename T>

@@ -255,7 +255,7 @@ std::vector<std::vector<Hypothesis>> beam_search(StepModel& model, int64_t batch
       kept_examples.push_back(example[g]);
     }
     if (kept_groups.empty()) break;
-    // Every group carries on at most steps: its indices made on the device instead of uploaded.
+    // While every group carries on (most steps), their indices are made on the device instead of uploaded.
     const torch::Tensor kept = static_cast<int64_t>(kept_groups.size()) == groups ? torch::arange(groups, on_device)
                                                                                   : long_tensor(kept_groups, device);
     const torch::Tensor first_row = (kept * beams).unsqueeze(1);

@@ -44,6 +44,18 @@ torch::Device select_device(const std::string& name) {
   return device;
 }
 
+std::vector<double> read_scalars(const std::vector<torch::Tensor>& scalars) {
+  if (scalars.empty()) return {};
+  std::vector<torch::Tensor> values;
+  for (const torch::Tensor& scalar : scalars) {
+    if (scalar.numel() != 1) throw Error(str("internal: read_scalars of a tensor of ", scalar.numel(), " elements"));
+    values.push_back(scalar.detach().reshape({}).to(scalars.front().device(), torch::kDouble));
+  }
+  const torch::Tensor host = torch::stack(values).to(torch::kCPU).contiguous();  // the one copy (and wait)
+  const double* data = host.data_ptr<double>();
+  return std::vector<double>(data, data + host.numel());
+}
+
 bool on_device(const torch::Device& actual, const torch::Device& expected) {
   if (actual.type() != expected.type()) return false;
   return !expected.has_index() || !actual.has_index() || actual.index() == expected.index();

@@ -4,6 +4,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 namespace cabert::ops {
 
@@ -15,6 +16,10 @@ torch::Device parse_device(const std::string& name);
 // should (torch.cuda.set_device): what PyTorch creates without naming a device (a CUDA context, the current
 // stream, NCCL's communicators, tensors on "cuda") then goes to that GPU, not to GPU 0 for every process.
 torch::Device select_device(const std::string& name);
+
+// The values of one-element tensors (any dtype, on one device or several) as doubles, copied to the host in one
+// transfer: one wait on the device where a .item() per value waited once each.
+std::vector<double> read_scalars(const std::vector<torch::Tensor>& scalars);
 
 // Whether a tensor on `actual` is on `expected`. A device without an index ("cuda", as parse_device gives it for
 // --device cuda) stands for its type's current device, and a tensor's device always has one (cuda:0), so an

@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "lib/core/errors.h"
+#include "lib/ops/device.h"
 
 namespace cabert::train {
 
@@ -22,12 +23,11 @@ void MetricSums::add(const MetricSums& other) {
 
 std::map<std::string, double> MetricSums::read() const {
   std::map<std::string, double> sums = host_;
-  if (device_.empty()) return sums;
   std::vector<torch::Tensor> values;
-  for (const auto& [name, value] : device_) values.push_back(value.to(device_.begin()->second.device()));
-  const torch::Tensor host = torch::stack(values).to(torch::kCPU).contiguous();  // the one copy (and wait)
-  const double* data = host.data_ptr<double>();
-  for (const auto& [name, value] : device_) sums[name] += *data++;
+  for (const auto& [name, value] : device_) values.push_back(value);
+  const std::vector<double> read = ops::read_scalars(values);
+  size_t i = 0;
+  for (const auto& [name, value] : device_) sums[name] += read[i++];
   return sums;
 }
 

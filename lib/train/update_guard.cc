@@ -4,6 +4,7 @@
 
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
+#include "lib/ops/device.h"
 
 namespace cabert::train {
 
@@ -41,12 +42,9 @@ void check_finite_weights(const std::vector<std::pair<std::string, torch::Tensor
     names.push_back(&name);
     finite.push_back(torch::isfinite(tensor).all());
   }
-  if (finite.empty()) return;
-  for (torch::Tensor& flag : finite) flag = flag.to(finite.front().device());
-  const torch::Tensor flags = torch::stack(finite).to(torch::kCPU).contiguous();
-  const bool* flag = flags.data_ptr<bool>();
+  const std::vector<double> flags = ops::read_scalars(finite);
   for (size_t i = 0; i < names.size(); ++i) {
-    if (!flag[i]) {
+    if (flags[i] == 0) {
       throw Error(str(job, ": parameter ", *names[i], " holds non-finite values ", where,
                       "; not saving a broken model (lower --lr; earlier checkpoints are kept)"));
     }

@@ -18,9 +18,7 @@ std::string usage_error(const std::string& name, torch::Device (*parse)(const st
 
 TEST(ParseDevice, CpuIsTheCpu) { EXPECT_EQ(parse_device("cpu"), torch::Device(torch::kCPU)); }
 
-TEST(SelectDevice, TheCpuLeavesTheCurrentCudaDeviceAlone) {
-  EXPECT_EQ(select_device("cpu"), torch::Device(torch::kCPU));
-}
+TEST(SelectDevice, CpuIsTheCpu) { EXPECT_EQ(select_device("cpu"), torch::Device(torch::kCPU)); }
 
 TEST(ParseDevice, RefusesOtherNamesWithTheAcceptedForms) {
   for (const char* name : {"gpu", "CUDA", "cuda:", "cuda:x", "cuda:-1", "cuda:1:2", "cpu:0", ""}) {
@@ -37,6 +35,20 @@ TEST(ParseDevice, CudaWithoutADeviceSaysSo) {
     const bool no_build = message.find("built without CUDA kernels") != std::string::npos;
     const bool no_device = message == std::string("--device ") + name + ": no CUDA device is available here";
     EXPECT_TRUE(no_build || no_device) << message;
+  }
+}
+
+// Several one-element tensors of any dtype read in one copy: the values a .item<double>() each would give.
+TEST(ReadScalars, GivesEachValueAsADouble) {
+  const std::vector<double> values = read_scalars(
+      {torch::tensor(true), torch::tensor({int64_t{7}}), torch::tensor(0.1f), torch::tensor(-2.5, torch::kDouble)});
+  EXPECT_EQ(values, (std::vector<double>{1.0, 7.0, static_cast<double>(0.1f), -2.5}));
+  EXPECT_TRUE(read_scalars({}).empty());
+  try {
+    read_scalars({torch::ones({3})});
+    FAIL() << "no error";
+  } catch (const Error& error) {
+    EXPECT_STREQ(error.what(), "internal: read_scalars of a tensor of 3 elements");
   }
 }
 
