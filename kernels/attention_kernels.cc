@@ -2,11 +2,13 @@
 
 #include <atomic>
 #include <sstream>
+#include <tuple>
 
 #include "kernels/build_info.h"
 #include "kernels/chunked/attention_chunked.h"
 #include "kernels/cpu/attention_cpu.h"
 #include "kernels/regions/attention_regions.h"
+#include "kernels/relative_bands.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
@@ -51,6 +53,19 @@ AttentionInputs checked(const AttentionInputs& in) {
     require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
             str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
   }
+  const int64_t width = 2 * in.radius + 1, d = in.q.size(3);
+  require(!(in.weights.any() && (in.query_band.defined() || in.key_band.defined())),
+          "expected the relative terms as bands or as weights, got both");
+  for (const auto& [name, t, rows, cols] :
+       {std::tuple<const char*, const at::Tensor&, int64_t, int64_t>{"W^C", in.weights.query, width, d},
+        {"beta", in.weights.beta, N, width},
+        {"W^K'", in.weights.key, width, d}}) {
+    if (!t.defined()) continue;
+    require(t.sizes() == at::IntArrayRef({rows, cols}),
+            str("expected ", name, " of shape [", rows, ", ", cols, "], got ", shape_of(t)));
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+            str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
+  }
   if (in.key_mask.defined()) {
     require(in.key_mask.sizes() == at::IntArrayRef({B, T}) && in.key_mask.scalar_type() == at::kBool,
             str("expected key_mask [", B, ", ", T, "] bool, got ", shape_of(in.key_mask), " ",
@@ -64,7 +79,20 @@ AttentionInputs checked(const AttentionInputs& in) {
   if (c.query_band.defined()) c.query_band = c.query_band.contiguous();
   if (c.key_band.defined()) c.key_band = c.key_band.contiguous();
   if (c.key_mask.defined()) c.key_mask = c.key_mask.to(in.q.device()).contiguous();
+  for (at::Tensor* t : {&c.weights.query, &c.weights.beta, &c.weights.key}) {
+    if (t->defined()) *t = t->contiguous();
+  }
   return c;
+}
+
+// The inputs with weights turned into bands (the routes other than the CPU's take bands), either computed or
+// the forward's.
+AttentionInputs with_bands(const AttentionInputs& in, const Bands& bands) {
+  AttentionInputs banded = in;
+  banded.weights = RelativeWeights{};
+  banded.query_band = bands.query;
+  banded.key_band = bands.key;
+  return banded;
 }
 
 std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kRegions};
@@ -83,12 +111,18 @@ CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
 }
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
-  const AttentionInputs c = checked(in);
+  AttentionInputs c = checked(in);
   if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
-  if (route == CudaAttentionRoute::kRegions && regions::takes(c)) {
-    return regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q));
+  const bool from_weights = c.weights.any();
+  if (from_weights) c = with_bands(c, relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
+  AttentionOutputs result = route == CudaAttentionRoute::kRegions && regions::takes(c)
+                                ? regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q))
+                                : chunked::relative_attention_forward(c);
+  if (from_weights) {
+    result.query_band = c.query_band;
+    result.key_band = c.key_band;
   }
-  return chunked::relative_attention_forward(c);
+  return result;
 }
 
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
@@ -101,10 +135,19 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   const AttentionInputs c = checked(in);
   const at::Tensor grad = rows_contiguous(grad_out.to(in.q.scalar_type()));
   if (c.q.is_cpu()) return cpu::relative_attention_backward(grad, c, saved);
-  if (saved.rng.defined()) {  // the forward took the regions
-    return regions::relative_attention_backward(grad, c, saved, regions::pytorch_region_kernel(c.q));
+  AttentionInputs banded = c;
+  if (c.weights.any()) {
+    const bool saved_all = (saved.query_band.defined() || !(c.weights.query.defined() || c.weights.beta.defined())) &&
+                           (saved.key_band.defined() || !c.weights.key.defined());
+    banded = with_bands(c, saved_all ? Bands{saved.query_band, saved.key_band}
+                                     : relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
   }
-  return chunked::relative_attention_backward(grad, c, saved);
+  AttentionGrads grads =
+      saved.rng.defined()  // the forward took the regions
+          ? regions::relative_attention_backward(grad, banded, saved, regions::pytorch_region_kernel(c.q))
+          : chunked::relative_attention_backward(grad, banded, saved);
+  if (c.weights.any()) band_grads_to_weights(c, grads);
+  return grads;
 }
 
 }  // namespace cabert::kernels

@@ -13,6 +13,12 @@
 // Padding: masked keys take no part. A batch row whose keys are all masked attends uniformly to all of them
 // (what the reference's additive bias of the dtype's lowest value gives), with zero score gradients.
 //
+// The relative terms arrive either as the bands themselves (the tests' form: any values) or as their weights
+// (the models' form: kernels/relative_bands.h has the bands they give). From weights the CPU kernel computes
+// each query tile's band and each head's key band itself while the rows are in cache, and its backward maps
+// the bands' gradients to q, k and the weights inside the tiles; the other routes compute the bands once per
+// call and map their gradients with ATen products.
+//
 // Entry points: CPU tensors -> kernels/cpu (float, double); CUDA tensors in a build with CUDA kernels ->
 // kernels/regions in float (PyTorch's memory-efficient kernel on the regions beyond the radius, cabert's
 // products on the strip inside it; its dropout masks its own, see there), kernels/chunked otherwise (double,
@@ -31,10 +37,19 @@
 
 namespace cabert::kernels {
 
+// Chang et al.'s weights: query_band = scale q.W^C + beta_h, key_band = scale k.W^K'.
+struct RelativeWeights {
+  at::Tensor query;  // W^C [2n+1, d] or undefined
+  at::Tensor beta;   // [N, 2n+1] or undefined
+  at::Tensor key;    // W^K' [2n+1, d] or undefined
+  bool any() const { return query.defined() || beta.defined() || key.defined(); }
+};
+
 struct AttentionInputs {
   at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free
   at::Tensor query_band;  // [B, N, T, 2n+1] or undefined
   at::Tensor key_band;    // [B, N, T, 2n+1] or undefined
+  RelativeWeights weights;  // instead of the bands (both at once is a usage error)
   at::Tensor key_mask;    // [B, T] bool (true = real key) or undefined
   int64_t radius = 0;     // n
   double scale = 1;
@@ -49,10 +64,13 @@ struct AttentionOutputs {
   at::Tensor out;        // [B, N, T, d], stored as [B, T, N, d] (out.transpose(1, 2) is contiguous)
   at::Tensor logsumexp;  // [B, N, T], float or double like q: log sum_j exp(s_ij) over the real keys
   at::Tensor rng;        // the dropout states of kernels/regions' fused regions for its backward, else undefined
+  // The bands a route other than the CPU's computed from the weights, for its backward; else undefined.
+  at::Tensor query_band, key_band;
 };
 
 struct AttentionGrads {
-  at::Tensor q, k, v, query_band, key_band;  // the bands' undefined when the input had none
+  at::Tensor q, k, v, query_band, key_band;   // the bands' undefined when the input had none (or had weights)
+  at::Tensor query_weight, beta, key_weight;  // the weights', when the input had them
 };
 
 // x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.

@@ -155,11 +155,19 @@ Rows<T> head_rows(const at::Tensor& t, int64_t b, int64_t h) {
   return {t.data_ptr<T>() + b * t.stride(0) + h * t.stride(1), t.stride(2)};
 }
 
+// Rows [first, ...) of a [T, 2n+1] band: a whole head's (first 0), or one query tile's scratch.
+template <typename T>
+struct BandRows {
+  T* data = nullptr;
+  int64_t first = 0, width = 0;
+  T* row(int64_t i) const { return data + (i - first) * width; }
+};
+
 // Everything about one (batch, head) the tiles need.
 template <typename T>
 struct Head {
   Rows<T> q, k, v;
-  const T* query_band = nullptr;  // [T, 2n+1] or null
+  BandRows<const T> query_band;   // rows of [T, 2n+1], or null data
   const T* key_band = nullptr;    // [T, 2n+1] or null
   const bool* mask = nullptr;     // [T] or null (null too when every key is masked: see `uniform`)
   bool uniform = false;           // every key masked: all scores zero, no gradient through them
@@ -206,7 +214,7 @@ Head<T> head_of(const AttentionInputs& in, const Shape& s, const MaskSummary& su
   head.k = head_rows<T>(in.k, b, h);
   head.v = head_rows<T>(in.v, b, h);
   const int64_t band_offset = (b * s.heads + h) * s.length * s.width;
-  if (in.query_band.defined()) head.query_band = in.query_band.data_ptr<T>() + band_offset;
+  if (in.query_band.defined()) head.query_band = {in.query_band.data_ptr<T>() + band_offset, 0, s.width};
   if (in.key_band.defined()) head.key_band = in.key_band.data_ptr<T>() + band_offset;
   head.uniform = summary.no_real_key[b];
   if (in.key_mask.defined() && !head.uniform) head.mask = in.key_mask.data_ptr<bool>() + b * s.length;
@@ -261,7 +269,7 @@ void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, i
     const int64_t i = i0 + r;
     T* row = s + r * cols;
     const BandSplit split = band_split(i, j0, cols, n);
-    const T* qb = head.query_band != nullptr ? head.query_band + i * w : nullptr;
+    const T* qb = head.query_band.data != nullptr ? head.query_band.row(i) : nullptr;
     const T shift = kProbabilities ? lse[i] : T(0);
     T largest =
         std::max(scale_add_max<kProbabilities>(row, split.left, scale, qb != nullptr ? qb[0] : T(0), key_last, shift),
@@ -307,12 +315,67 @@ bool skip_key_tile(const Head<T>& head, const MaskSummary& summary, int64_t b, i
   return head.mask != nullptr && summary.real_in_tile[b * summary.tiles + tile] == 0;
 }
 
+// The relative weights (contiguous) when the terms came as weights; null each otherwise.
 template <typename T>
-void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSummary& summary,
+struct Weights {
+  const T* query = nullptr;  // W^C [2n+1, d]
+  const T* beta = nullptr;   // [N, 2n+1]
+  const T* key = nullptr;    // W^K' [2n+1, d]
+  bool query_terms() const { return query != nullptr || beta != nullptr; }
+};
+
+template <typename T>
+Weights<T> weights_of(const AttentionInputs& in) {
+  const auto pointer = [](const at::Tensor& t) { return t.defined() ? t.data_ptr<T>() : nullptr; };
+  return {pointer(in.weights.query), pointer(in.weights.beta), pointer(in.weights.key)};
+}
+
+// band[r] = scale x_(first + r).W^T (+ beta) for `rows` rows of one head: one product while the rows are in
+// cache, [rows, 2n+1]. Either weight may be null (zeros, or no beta).
+template <typename T>
+void band_of_rows(const Rows<T>& x, int64_t first, int64_t rows, const T* weight, const T* beta, const Shape& shape,
+                  T scale, T* band) {
+  const int64_t w = shape.width;
+  if (weight != nullptr) {
+    gemm<T>(false, true, rows, w, shape.head_size, scale, x.row(first), x.ld, weight, shape.head_size, T(0), band, w);
+  } else {
+    std::fill(band, band + rows * w, T(0));
+  }
+  if (beta == nullptr) return;
+  for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+    for (int64_t c = 0; c < w; ++c) band[r * w + c] += beta[c];
+  }
+}
+
+// From weights, the key band of every head, [B, N, T, 2n+1] (the forward's query tiles all read their head's):
+// one product per head over k's rows in place (no copy of heads-last k). Undefined without W^K'.
+template <typename T>
+at::Tensor key_bands(const AttentionInputs& in, const Shape& shape, const Weights<T>& weights) {
+  if (weights.key == nullptr) return at::Tensor();
+  at::Tensor bands = at::empty({shape.batch, shape.heads, shape.length, shape.width}, in.q.options());
+  T* out = bands.data_ptr<T>();
+  const T scale = static_cast<T>(in.scale);
+  at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
+    for (int64_t bh = begin; bh < end; ++bh) {
+      band_of_rows(head_rows<T>(in.k, bh / shape.heads, bh % shape.heads), 0, shape.length, weights.key,
+                   static_cast<const T*>(nullptr), shape, scale, out + bh * shape.length * shape.width);
+    }
+  });
+  return bands;
+}
+
+template <typename T>
+void forward_typed(const AttentionInputs& inputs, const Shape& shape, const MaskSummary& summary,
                    AttentionOutputs& result) {
   const int64_t T_ = shape.length, d = shape.head_size, query_tiles = (T_ + kForwardQueryTile - 1) / kForwardQueryTile;
-  const T scale = static_cast<T>(in.scale);
-  const bool dropout = in.dropout.p > 0;
+  const T scale = static_cast<T>(inputs.scale);
+  const bool dropout = inputs.dropout.p > 0;
+  // From weights: the key bands first (every query tile reads its head's whole), each query tile's band in its
+  // task.
+  const Weights<T> weights = weights_of<T>(inputs);
+  AttentionInputs in = inputs;
+  if (weights.key != nullptr) in.key_band = key_bands(inputs, shape, weights);
   T* out = result.out.data_ptr<T>();        // [B, T, N, d] storage
   T* lse = result.logsumexp.data_ptr<T>();  // [B, N, T]
   // Scratch for the largest tile this length has (short sequences: much less than a full tile's 512 KiB).
@@ -320,11 +383,16 @@ void forward_typed(const AttentionInputs& in, const Shape& shape, const MaskSumm
   at::parallel_for(0, shape.batch * shape.heads * query_tiles, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(tile_rows * tile_cols), factor(dropout ? tile_rows * tile_cols : 0), acc(tile_rows * d);
     std::vector<T> row_max(tile_rows), row_sum(tile_rows), tile_max(tile_rows), key_first(tile_cols),
-        key_last(tile_cols), band_bias(shape.width);
+        key_last(tile_cols), band_bias(shape.width), query_band(weights.query_terms() ? tile_rows * shape.width : 0);
     for (int64_t task = begin; task < end; ++task) {
       const int64_t bh = task / query_tiles, b = bh / shape.heads, h = bh % shape.heads;
       const int64_t i0 = (task % query_tiles) * kForwardQueryTile, rows = std::min(kForwardQueryTile, T_ - i0);
-      const Head<T> head = head_of<T>(in, shape, summary, b, h);
+      Head<T> head = head_of<T>(in, shape, summary, b, h);
+      if (weights.query_terms()) {
+        band_of_rows(head.q, i0, rows, weights.query, weights.beta ? weights.beta + h * shape.width : nullptr, shape,
+                     scale, query_band.data());
+        head.query_band = {query_band.data(), i0, shape.width};
+      }
       std::fill(acc.begin(), acc.end(), T(0));
       std::fill(row_max.begin(), row_max.end(), kMinusInfinity<T>);
       std::fill(row_sum.begin(), row_sum.end(), T(0));
@@ -411,8 +479,8 @@ T run_score_grads(T* __restrict g, const T* __restrict p, const T* __restrict f,
 // the band through key_first_grad / key_last_grad, indexed by key from the tile's first).
 template <bool kDropout, typename T>
 void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64_t cols, const T* probabilities,
-                 const T* factor, const T* delta, T* ds, T* query_band_grad, T* key_band_grad, T* key_first_grad,
-                 T* key_last_grad) {
+                 const T* factor, const T* delta, T* ds, const BandRows<T>& query_band_grad, T* key_band_grad,
+                 T* key_first_grad, T* key_last_grad) {
   const int64_t n = shape.radius, w = shape.width;
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t i = i0 + r;
@@ -424,7 +492,7 @@ void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64
     const T left = run_score_grads<kDropout>(g, p, f, delta_i, key_last_grad, split.left);
     const T right = run_score_grads<kDropout>(g + split.right, p + split.right, kDropout ? f + split.right : nullptr,
                                               delta_i, key_first_grad + split.right, cols - split.right);
-    T* qg = query_band_grad != nullptr ? query_band_grad + i * w : nullptr;
+    T* qg = query_band_grad.data != nullptr ? query_band_grad.row(i) : nullptr;
 #pragma omp simd
     for (int64_t c = split.left; c < split.right; ++c)
       g[c] = score_grad<kDropout>(g[c], p[c], kDropout ? f[c] : T(0), delta_i);
@@ -442,6 +510,32 @@ void score_grads(const Shape& shape, int64_t i0, int64_t rows, int64_t j0, int64
   }
 }
 
+// The weights' gradients, one slot per (batch, head) so that no sum depends on how the heads fall to threads:
+// scale g^T q and scale g^T k for W^C and W^K' [2n+1, d], the query band gradient's column sums for beta.
+template <typename T>
+struct WeightGradSlots {
+  std::vector<T> query, beta, key;  // [B N, 2n+1, d], [B N, 2n+1], [B N, 2n+1, d] where the weight is given
+};
+
+// The slots summed over (batch, head) in a fixed order (beta's per head) into the weights' gradients.
+template <typename T>
+void sum_weight_grads(const WeightGradSlots<T>& slots, const AttentionInputs& in, const Shape& shape,
+                      AttentionGrads& grads) {
+  const int64_t heads = shape.batch * shape.heads, w = shape.width, d = shape.head_size;
+  const auto sum_into = [&](const std::vector<T>& slot, int64_t size, int64_t groups, at::Tensor& grad) {
+    T* out = grad.data_ptr<T>();  // zeroed
+    for (int64_t bh = 0; bh < heads; ++bh) {
+      const T* part = slot.data() + bh * size;
+      T* g = out + (bh % groups) * size;
+#pragma omp simd
+      for (int64_t e = 0; e < size; ++e) g[e] += part[e];
+    }
+  };
+  if (!slots.query.empty()) sum_into(slots.query, w * d, 1, grads.query_weight = at::zeros_like(in.weights.query));
+  if (!slots.beta.empty()) sum_into(slots.beta, w, shape.heads, grads.beta = at::zeros_like(in.weights.beta));
+  if (!slots.key.empty()) sum_into(slots.key, w * d, 1, grads.key_weight = at::zeros_like(in.weights.key));
+}
+
 template <typename T>
 void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const AttentionOutputs& forward,
                     const Shape& shape, const MaskSummary& summary, AttentionGrads& grads) {
@@ -450,20 +544,40 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
   const bool dropout = in.dropout.p > 0;
   const T* lse_all = forward.logsumexp.data_ptr<T>();
   auto* const score_grads_of = dropout ? &score_grads<true, T> : &score_grads<false, T>;
-  const int64_t tile_size = std::min(kQueryTile, T_) * std::min(kKeyTile, T_), tile_cols = std::min(kKeyTile, T_);
-  at::parallel_for(0, shape.batch * shape.heads, 1, [&](int64_t begin, int64_t end) {
+  const int64_t tile_rows = std::min(kQueryTile, T_), tile_size = tile_rows * std::min(kKeyTile, T_),
+                tile_cols = std::min(kKeyTile, T_);
+  // From weights, each head's key band and its gradient, and each query tile's band and its gradient, live in
+  // scratch; the bands' gradients reach q, k and the weights at the end of their tile (query) or head (key).
+  const Weights<T> weights = weights_of<T>(in);
+  const int64_t heads = shape.batch * shape.heads;
+  WeightGradSlots<T> slots;
+  if (weights.query != nullptr) slots.query.assign(heads * w * d, T(0));
+  if (weights.beta != nullptr) slots.beta.assign(heads * w, T(0));
+  if (weights.key != nullptr) slots.key.assign(heads * w * d, T(0));
+  at::parallel_for(0, heads, 1, [&](int64_t begin, int64_t end) {
     std::vector<T> s(tile_size), ds(tile_size), factor(dropout ? tile_size : 0), dropped(dropout ? tile_size : 0);
     std::vector<T> key_first(tile_cols), key_last(tile_cols), key_first_grad(T_), key_last_grad(T_), delta(T_),
         band_bias(w);
+    const int64_t query_scratch = weights.query_terms() ? tile_rows * w : 0, key_scratch = weights.key ? T_ * w : 0;
+    std::vector<T> query_band(query_scratch), query_band_grad(query_scratch), key_band(key_scratch),
+        key_band_grad_scratch(key_scratch);
     for (int64_t bh = begin; bh < end; ++bh) {
       const int64_t b = bh / shape.heads, h = bh % shape.heads;
-      const Head<T> head = head_of<T>(in, shape, summary, b, h);
+      Head<T> head = head_of<T>(in, shape, summary, b, h);
       const Rows<T> dout = head_rows<T>(grad_out, b, h), out = head_rows<T>(forward.out, b, h);
       const Rows<T> dq = head_rows<T>(grads.q, b, h), dk_rows = head_rows<T>(grads.k, b, h),
                     dv_rows = head_rows<T>(grads.v, b, h);
       const T* lse = lse_all + bh * T_;
-      T* query_band_grad = grads.query_band.defined() ? grads.query_band.data_ptr<T>() + bh * T_ * w : nullptr;
+      BandRows<T> query_grad;
+      if (grads.query_band.defined()) query_grad = {grads.query_band.data_ptr<T>() + bh * T_ * w, 0, w};
       T* key_band_grad = grads.key_band.defined() ? grads.key_band.data_ptr<T>() + bh * T_ * w : nullptr;
+      const T* beta = weights.beta != nullptr ? weights.beta + h * w : nullptr;
+      if (weights.key != nullptr) {
+        band_of_rows(head.k, 0, T_, weights.key, static_cast<const T*>(nullptr), shape, scale, key_band.data());
+        head.key_band = key_band.data();
+        std::fill(key_band_grad_scratch.begin(), key_band_grad_scratch.end(), T(0));
+        key_band_grad = key_band_grad_scratch.data();
+      }
       for (int64_t i = 0; i < T_; ++i) {  // delta_i = dO_i . O_i = sum_j p_ij z_ij dP_ij
         const T* a = dout.row(i);
         const T* o = out.row(i);
@@ -478,6 +592,12 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
       std::fill(key_last_grad.begin(), key_last_grad.end(), T(0));
       for (int64_t i0 = 0; i0 < T_; i0 += kQueryTile) {
         const int64_t rows = std::min(kQueryTile, T_ - i0);
+        if (weights.query_terms()) {
+          band_of_rows(head.q, i0, rows, weights.query, beta, shape, scale, query_band.data());
+          head.query_band = {query_band.data(), i0, w};
+          std::fill(query_band_grad.begin(), query_band_grad.end(), T(0));
+          query_grad = {query_band_grad.data(), i0, w};
+        }
         for (int64_t tile = 0; tile < summary.tiles; ++tile) {
           if (skip_key_tile(head, summary, b, tile)) continue;  // their dK and dV stay zero
           const int64_t j0 = tile * kKeyTile, cols = std::min(kKeyTile, T_ - j0);
@@ -495,12 +615,25 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
           if (head.uniform) continue;  // constant scores: no gradient reaches q, k or the bands
           gemm<T>(false, true, rows, cols, d, T(1), dout.row(i0), dout.ld, head.v.row(j0), head.v.ld, T(0), ds.data(),
                   cols);
-          score_grads_of(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(), query_band_grad,
+          score_grads_of(shape, i0, rows, j0, cols, s.data(), factor.data(), delta.data(), ds.data(), query_grad,
                          key_band_grad, key_first_grad.data() + j0, key_last_grad.data() + j0);
           gemm<T>(false, false, rows, d, cols, scale, ds.data(), cols, head.k.row(j0), head.k.ld, T(1), dq.row(i0),
                   dq.ld);
           gemm<T>(true, false, cols, d, rows, scale, ds.data(), cols, head.q.row(i0), head.q.ld, T(1), dk_rows.row(j0),
                   dk_rows.ld);
+        }
+        if (weights.query != nullptr) {  // the tile's band gradient g: dq += scale g W^C, dW^C += scale g^T q
+          gemm<T>(false, false, rows, d, w, scale, query_band_grad.data(), w, weights.query, d, T(1), dq.row(i0),
+                  dq.ld);
+          gemm<T>(true, false, w, d, rows, scale, query_band_grad.data(), w, head.q.row(i0), head.q.ld, T(1),
+                  slots.query.data() + bh * w * d, d);
+        }
+        if (beta != nullptr) {
+          T* beta_grad = slots.beta.data() + bh * w;
+          for (int64_t r = 0; r < rows; ++r) {
+#pragma omp simd
+            for (int64_t c = 0; c < w; ++c) beta_grad[c] += query_band_grad[r * w + c];
+          }
         }
       }
       if (key_band_grad != nullptr) {
@@ -509,8 +642,14 @@ void backward_typed(const at::Tensor& grad_out, const AttentionInputs& in, const
           key_band_grad[j * w + 2 * n] += key_last_grad[j];
         }
       }
+      if (weights.key != nullptr) {  // the head's key band gradient g: dk += scale g W^K', dW^K' = scale g^T k
+        gemm<T>(false, false, T_, d, w, scale, key_band_grad, w, weights.key, d, T(1), dk_rows.row(0), dk_rows.ld);
+        gemm<T>(true, false, w, d, T_, scale, key_band_grad, w, head.k.row(0), head.k.ld, T(0),
+                slots.key.data() + bh * w * d, d);
+      }
     }
   });
+  sum_weight_grads(slots, in, shape, grads);
 }
 
 Shape shape_of(const AttentionInputs& in) {

@@ -7,6 +7,7 @@
 #include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "kernels/reference/attention_reference.h"
+#include "kernels/relative_bands.h"
 #include "kernels/seeded_generator.h"
 #include "lib/ops/dropout_ops.h"
 #include "lib/ops/kernel_path.h"
@@ -19,9 +20,7 @@ namespace {
 using torch::autograd::AutogradContext;
 using torch::autograd::variable_list;
 
-struct Bands {
-  torch::Tensor query, key;  // [B, N, T, 2n+1] or undefined
-};
+using kernels::Bands;
 
 kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                           const Bands& bands, const torch::Tensor& mask, int64_t radius,
@@ -41,49 +40,8 @@ kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::T
   return in;
 }
 
-// [B, N, T, d] heads viewed on [B, T, N, d] storage (the projections' layout, and the kernels' gradients)
-// -> that storage as [B T N, d] rows: a view when it is laid out so, else a copy.
-torch::Tensor token_head_rows(const torch::Tensor& t) { return t.transpose(1, 2).reshape({-1, t.size(3)}); }
-
-// x W^T scale for every (batch, head, position) as a [B, N, T, 2n+1] band, two ways:
-using BandProduct = torch::Tensor (*)(const torch::Tensor& x, const torch::Tensor& weight, double scale);
-// the reference's and the SDPA fallback's: plain ATen, differentiated by autograd;
-torch::Tensor band_by_matmul(const torch::Tensor& x, const torch::Tensor& weight, double scale) {
-  return torch::matmul(x, weight.t()) * scale;
-}
-// the kernels': one product over x's storage (no copy of heads-last x), contiguous as the kernels read it.
-torch::Tensor band_over_storage(const torch::Tensor& x, const torch::Tensor& weight, double scale) {
-  const int64_t B = x.size(0), N = x.size(1), T = x.size(2);
-  return torch::mm(token_head_rows(x), weight.t() * scale).view({B, T, N, -1}).permute({0, 2, 1, 3}).contiguous();
-}
-
-// The query band q.W^C scale + beta_h and the key band k.W^K' scale, each undefined without its terms.
-Bands relative_bands(const torch::Tensor& q, const torch::Tensor& k, const RelativePositionTerms& relative,
-                     double scale, BandProduct product) {
-  Bands bands;
-  const int64_t B = q.size(0), N = q.size(1), T = q.size(2), width = 2 * relative.radius + 1;
-  if (relative.query_weight.defined()) bands.query = product(q, relative.query_weight, scale);
-  if (relative.beta.defined()) {
-    torch::Tensor beta = relative.beta.view({1, N, 1, width});
-    bands.query = bands.query.defined() ? bands.query + beta : beta.expand({B, N, T, width});
-  }
-  if (relative.key_weight.defined()) bands.key = product(k, relative.key_weight, scale);
-  return bands;
-}
-
-// The gradients a band's gradient gives its row vectors and its weight: grad_x += g W scale (in place on the
-// kernel's heads-last gradient when it is laid out so), and returns grad_W = scale g^T x.
-torch::Tensor band_backward(const torch::Tensor& band_grad, const torch::Tensor& x, const torch::Tensor& weight,
-                            double scale, torch::Tensor& grad_x) {
-  const int64_t B = x.size(0), N = x.size(1), T = x.size(2), d = x.size(3);
-  const torch::Tensor g = band_grad.permute({0, 2, 1, 3}).reshape({B * T * N, -1});  // [B T N, 2n+1]
-  torch::Tensor storage = grad_x.transpose(1, 2);
-  if (storage.is_contiguous()) {
-    storage.view({-1, d}).addmm_(g, weight, /*beta=*/1, /*alpha=*/scale);
-  } else {
-    grad_x = grad_x + torch::mm(g, weight * scale).view({B, T, N, d}).transpose(1, 2);
-  }
-  return torch::mm(g.t(), token_head_rows(x)).mul_(scale);
+kernels::RelativeWeights weights_of(const RelativePositionTerms& relative) {
+  return {relative.query_weight, relative.beta, relative.key_weight};
 }
 
 // A dtype through the autograd Function's int64 arguments: -1 none.
@@ -92,11 +50,11 @@ std::optional<at::ScalarType> dtype_of(int64_t code) {
   return code < 0 ? std::nullopt : std::optional(static_cast<at::ScalarType>(code));
 }
 
-// The fused kernel (CPU or CUDA) with its own backward. It takes the relative weights themselves: the bands
-// are computed here from q and k without autograd, and the backward maps the kernel's band gradients to q, k
-// and the weights with one product each (in place where it can), rather than through autograd (a copy of q,
-// separate scale and add passes, a second q gradient to accumulate). Saves q, k, v, the bands, the output and
-// the row log-sum-exp (linear in T), never a T x T tensor.
+// The fused kernel (CPU or CUDA) with its own backward. It hands the kernels the relative weights themselves
+// (kernels/attention_kernels.h: the CPU kernel computes the bands per tile and maps their gradients to q, k and
+// the weights inside its tiles; the CUDA routes with one product each), rather than bands through autograd (a
+// copy of q, separate scale and add passes, a second q gradient to accumulate). Saves q, k, v, the weights, the
+// output and the row log-sum-exp (linear in T; on CUDA the bands too), never a T x T tensor.
 struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAttentionFunction> {
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const std::optional<torch::Tensor>& query_weight,
@@ -109,12 +67,13 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     dropout.seed = static_cast<uint64_t>(seed);
     const torch::Tensor wq = query_weight.value_or(torch::Tensor()), b = beta.value_or(torch::Tensor()),
                         wk = key_weight.value_or(torch::Tensor());
-    const Bands bands = relative_bands(q, k, RelativePositionTerms{wq, b, wk, radius}, scale, band_over_storage);
     const torch::Tensor key_mask = mask.value_or(torch::Tensor());
-    kernels::AttentionOutputs result = kernels::relative_attention_forward(
-        attention_inputs(q, k, v, bands, key_mask, radius, scale, dropout, dtype_of(fused_kernel_dtype)));
+    kernels::AttentionInputs in =
+        attention_inputs(q, k, v, Bands{}, key_mask, radius, scale, dropout, dtype_of(fused_kernel_dtype));
+    in.weights = {wq, b, wk};
+    kernels::AttentionOutputs result = kernels::relative_attention_forward(in);
     ctx->save_for_backward(
-        {q, k, v, bands.query, bands.key, key_mask, result.out, result.logsumexp, wq, b, wk, result.rng});
+        {q, k, v, result.query_band, result.key_band, key_mask, result.out, result.logsumexp, wq, b, wk, result.rng});
     ctx->saved_data["radius"] = radius;
     ctx->saved_data["scale"] = scale;
     ctx->saved_data["dropout_p"] = dropout_p;
@@ -129,18 +88,15 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     dropout.p = ctx->saved_data["dropout_p"].toDouble();
     dropout.seed = static_cast<uint64_t>(ctx->saved_data["seed"].toInt());
     const double scale = ctx->saved_data["scale"].toDouble();
-    const kernels::AttentionInputs in = attention_inputs(q, k, saved[2], Bands{saved[3], saved[4]}, saved[5],
-                                                         ctx->saved_data["radius"].toInt(), scale, dropout,
-                                                         dtype_of(ctx->saved_data["fused_kernel_dtype"].toInt()));
-    kernels::AttentionGrads grads = kernels::relative_attention_backward(
-        grad_outputs[0], in, kernels::AttentionOutputs{saved[6], saved[7], saved[11]});
-    FloatRegion region;  // a backward run under autocast keeps these products in float32, as the forward's
-    torch::Tensor grad_wq, grad_b, grad_wk;
-    if (wq.defined()) grad_wq = band_backward(grads.query_band, q, wq, scale, grads.q);
-    if (b.defined()) grad_b = grads.query_band.sum(at::IntArrayRef{0, 2});
-    if (wk.defined()) grad_wk = band_backward(grads.key_band, k, wk, scale, grads.k);
-    return {grads.q,         grads.k,         grads.v,         grad_wq,         grad_b,          grad_wk,
-            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor()};
+    kernels::AttentionInputs in =
+        attention_inputs(q, k, saved[2], Bands{}, saved[5], ctx->saved_data["radius"].toInt(), scale, dropout,
+                         dtype_of(ctx->saved_data["fused_kernel_dtype"].toInt()));
+    in.weights = {wq, b, wk};
+    kernels::AttentionOutputs forward{saved[6], saved[7], saved[11], saved[3], saved[4]};
+    FloatRegion region;  // a backward run under autocast keeps the bands' products in float32, as the forward's
+    kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_outputs[0], in, forward);
+    return {grads.q,         grads.k,         grads.v,         grads.query_weight, grads.beta,      grads.key_weight,
+            torch::Tensor(), torch::Tensor(), torch::Tensor(), torch::Tensor(),    torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -188,7 +144,8 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
                                             static_cast<int64_t>(dropout.seed), dtype_code(fused_kernel_dtype));
   }
   // The reference, and the SDPA fallback: bands through autograd.
-  const Bands bands = relative_bands(q, k, relative, scale, band_by_matmul);
+  const Bands bands =
+      kernels::relative_bands(q, k, weights_of(relative), relative.radius, scale, kernels::band_by_matmul);
   const kernels::AttentionInputs in = attention_inputs(q, k, v, bands, mask, relative.radius, scale, dropout);
   if (!fused) return kernels::reference::relative_attention(in, probabilities);
   // CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's memory-efficient

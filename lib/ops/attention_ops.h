@@ -19,9 +19,10 @@
 //     CUDA in double kernels/chunked: blocks of query rows through batched products), nothing T x T;
 //   - fused, relative terms, CUDA in a build without CUDA kernels: PyTorch's SDPA with the relative terms as
 //     an additive float bias (the one T x T tensor).
-// The relative terms enter the kernels as [B, N, T, 2n+1] bands (linear in T). On the kernel path they are
-// one product over q's and k's storage, and the backward maps the band gradients to q, k and the weights
-// itself (in place into the kernel's gradients); elsewhere the bands and their gradients go through autograd.
+// The relative terms enter the kernels as [B, N, T, 2n+1] bands (linear in T). On the kernel path the kernels
+// take the weights and form the bands themselves (the CPU kernel a query tile or a head at a time, mapping
+// their gradients to q, k and the weights inside its tiles; the CUDA routes with one product over q's and k's
+// storage each way); elsewhere the bands and their gradients go through autograd.
 // Under autocast (--amp) the relative path runs in float32, like the convolution ops
 // (lib/ops/mixed_precision.h), except for the regions' PyTorch kernel on CUDA, which takes autocast's bfloat16
 // as SDPA does; the plain path runs SDPA under autocast.

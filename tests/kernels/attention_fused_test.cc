@@ -8,9 +8,11 @@
 #include "kernels/attention_kernels.h"
 #include "kernels/cpu/philox_lanes.h"
 #include "kernels/philox.h"
+#include "kernels/relative_bands.h"
 #include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
 #include "lib/ops/memory_meter.h"
+#include "tests/kernels/attention_test_util.h"
 #include "tests/kernels/conv_test_util.h"
 
 namespace cabert {
@@ -341,6 +343,127 @@ TEST(FusedAttention, BadArgumentsAreUsageErrors) {
   } catch (const UsageError& e) {
     EXPECT_STREQ(e.what(), "relative_attention: expected query_band of shape [1, 2, 5, 5], got [1, 2, 5, 4]");
   }
+  in.query_band = torch::randn({1, 2, 5, 5});
+  in.weights.beta = torch::randn({2, 5});
+  try {
+    kernels::relative_attention_forward(in);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "relative_attention: expected the relative terms as bands or as weights, got both");
+  }
+  in.query_band = at::Tensor();
+  in.weights.key = torch::randn({5, 3});
+  try {
+    kernels::relative_attention_forward(in);
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "relative_attention: expected W^K' of shape [5, 4], got [5, 3]");
+  }
+}
+
+// From weights the CPU kernel computes the bands per query tile and per head, and maps their gradients to q, k
+// and the weights inside its tiles: the same values as the bands computed whole (kernels/relative_bands.h) through
+// the kernel, their gradients mapped by ATen products. Lengths across both tiles, padding, dropout, every variant.
+TEST(FusedAttention, WeightsGiveWhatTheirBandsGive) {
+  torch::manual_seed(29);
+  for (const Terms& terms : kRelativeTerms)
+    for (int64_t length : {5, 300, 600})
+      for (double dropout : {0.0, 0.3}) {
+        const int64_t B = 2, N = 3, d = 8, radius = 4, width = 2 * radius + 1;
+        kernels::AttentionInputs weighted;
+        weighted.q = torch::randn({B, length, N, d}, f64()).transpose(1, 2);
+        weighted.k = torch::randn({B, length, N, d}, f64()).transpose(1, 2);
+        weighted.v = torch::randn({B, length, N, d}, f64()).transpose(1, 2);
+        if (terms.query) weighted.weights.query = torch::randn({width, d}, f64());
+        if (terms.beta) weighted.weights.beta = torch::randn({N, width}, f64());
+        if (terms.key) weighted.weights.key = torch::randn({width, d}, f64());
+        weighted.key_mask = ragged_mask(B, length);
+        weighted.radius = radius;
+        weighted.scale = 0.37;
+        weighted.dropout = {dropout, 0x5eed, 3};
+        kernels::AttentionInputs banded = weighted;
+        const kernels::Bands bands =
+            kernels::relative_bands(weighted.q, weighted.k, weighted.weights, radius, weighted.scale);
+        banded.weights = kernels::RelativeWeights{};
+        banded.query_band = bands.query;
+        banded.key_band = bands.key;
+        const at::Tensor dout = torch::randn({B, N, length, d}, f64());
+        const std::string where = "T=" + std::to_string(length) + " " + terms.name() + (dropout > 0 ? " dropout" : "");
+        const testing::KernelRun got = testing::tiled_run(weighted, dout);
+        testing::KernelRun want = testing::tiled_run(banded, dout);
+        kernels::band_grads_to_weights(weighted, want.grads);
+        testing::expect_same_run(got, want, where);
+        testing::expect_close(got.grads.query_weight, want.grads.query_weight, where + " dW^C");
+        testing::expect_close(got.grads.beta, want.grads.beta, where + " d beta");
+        testing::expect_close(got.grads.key_weight, want.grads.key_weight, where + " dW^K'");
+      }
+}
+
+// What the CUDA routes do with weights, checked here: the bands over q's and k's heads-last storage equal plain
+// matmuls, and the weights' and rows' gradients mapped from the bands' equal autograd's through those matmuls.
+TEST(FusedAttention, BandsFromWeightsAndTheirGradientsMatchAutograd) {
+  torch::manual_seed(30);
+  const int64_t B = 2, N = 3, T = 11, d = 4, radius = 2, width = 5;
+  const double scale = 0.3;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({B, T, N, d}, f64()).transpose(1, 2).requires_grad_();
+  in.k = torch::randn({B, T, N, d}, f64()).transpose(1, 2).requires_grad_();
+  in.weights = {torch::randn({width, d}, f64()).requires_grad_(), torch::randn({N, width}, f64()).requires_grad_(),
+                torch::randn({width, d}, f64()).requires_grad_()};
+  in.radius = radius;
+  in.scale = scale;
+  const kernels::Bands by_matmul =
+      kernels::relative_bands(in.q, in.k, in.weights, radius, scale, kernels::band_by_matmul);
+  const kernels::Bands over_storage = [&] {
+    torch::NoGradGuard no_grad;
+    return kernels::relative_bands(in.q, in.k, in.weights, radius, scale);
+  }();
+  testing::expect_close(over_storage.query, by_matmul.query, "query band");
+  testing::expect_close(over_storage.key, by_matmul.key, "key band");
+  const at::Tensor gq = torch::randn({B, N, T, width}, f64()), gk = torch::randn({B, N, T, width}, f64());
+  const std::vector<at::Tensor> want =
+      torch::autograd::grad({(by_matmul.query * gq).sum() + (by_matmul.key * gk).sum()},
+                            {in.q, in.k, in.weights.query, in.weights.beta, in.weights.key});
+  kernels::AttentionGrads grads;
+  grads.q = kernels::heads_last(torch::zeros({B, N, T, d}, f64()));
+  grads.k = torch::zeros({B, N, T, d}, f64());  // not heads-last: the out-of-place branch
+  grads.query_band = gq;
+  grads.key_band = gk;
+  kernels::band_grads_to_weights(in, grads);
+  testing::expect_close(grads.q, want[0], "dq");
+  testing::expect_close(grads.k, want[1], "dk");
+  testing::expect_close(grads.query_weight, want[2], "dW^C");
+  testing::expect_close(grads.beta, want[3], "d beta");
+  testing::expect_close(grads.key_weight, want[4], "dW^K'");
+  EXPECT_FALSE(grads.query_band.defined() || grads.key_band.defined());
+}
+
+// The weights' gradients sum per (batch, head) slots in a fixed order: one or two threads, bitwise the same.
+TEST(FusedAttention, WeightGradientsDoNotDependOnTheThreadCount) {
+  torch::manual_seed(31);
+  const int64_t batch = 2, heads = 3, length = 300, head_size = 16, radius = 6, width = 2 * radius + 1;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({batch, heads, length, head_size});
+  in.k = torch::randn({batch, heads, length, head_size});
+  in.v = torch::randn({batch, heads, length, head_size});
+  in.weights = {torch::randn({width, head_size}), torch::randn({heads, width}), torch::randn({width, head_size})};
+  in.key_mask = ragged_mask(batch, length);
+  in.radius = radius;
+  in.scale = 0.25;
+  in.dropout = {0.2, 1234, 56};
+  const torch::Tensor grad_out = torch::randn({batch, heads, length, head_size});
+  const int previous = at::get_num_threads();
+  auto run = [&](int threads) {
+    at::set_num_threads(threads);
+    kernels::AttentionOutputs forward = kernels::relative_attention_forward(in);
+    kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_out, in, forward);
+    return std::vector<torch::Tensor>{forward.out,        grads.q,    grads.k,         grads.v,
+                                      grads.query_weight, grads.beta, grads.key_weight};
+  };
+  const std::vector<torch::Tensor> one = run(1), two = run(2);
+  at::set_num_threads(previous);
+  const char* names[] = {"out", "dq", "dk", "dv", "dW^C", "d beta", "dW^K'"};
+  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << names[i];
 }
 
 }  // namespace

@@ -120,7 +120,10 @@ inline kernels::AttentionGrads autograd_grads(const at::Tensor& out, const kerne
   if (in.query_band.defined()) inputs.push_back(in.query_band);
   if (in.key_band.defined()) inputs.push_back(in.key_band);
   const std::vector<at::Tensor> g = torch::autograd::grad({out}, inputs, {dout});
-  kernels::AttentionGrads grads{g[0], g[1], g[2], at::Tensor(), at::Tensor()};
+  kernels::AttentionGrads grads;
+  grads.q = g[0];
+  grads.k = g[1];
+  grads.v = g[2];
   size_t next = 3;
   if (in.query_band.defined()) grads.query_band = g[next++];
   if (in.key_band.defined()) grads.key_band = g[next++];
