@@ -5,7 +5,7 @@
 //
 // with z_ij the Philox dropout draw of kernels/philox.h (1 when dropout is off). The bands are the [T, 2n+1]
 // relative terms every query (or key) adds to its row (or column): query_band = scale q.W^C + beta_h and
-// key_band = scale k.W^K' (lib/ops/attention_ops.cc computes them with ATen, linear in T). The fused kernel
+// key_band = scale k.W^K' (linear in T; below, bands or weights). The fused kernel
 // never builds the T x T matrix: it walks key tiles with the online softmax of FlashAttention and keeps
 // only the row log-sum-exp for the backward, which recomputes the tiles. Beyond the radius every score of a
 // tile row shares one band value, so only the tiles that cross the band pay per element.

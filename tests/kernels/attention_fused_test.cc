@@ -263,9 +263,34 @@ TEST(FusedAttention, FloatAgreesWithDoubleReference) {
   }
 }
 
+// The kernel's outputs and gradients (each defined one) with one thread and with two: bitwise the same.
+// Returns the one-thread run's: out, log-sum-exp, dq, dk, dv, the bands', the weights'.
+std::vector<torch::Tensor> expect_thread_count_independent(const kernels::AttentionInputs& in) {
+  const torch::Tensor grad_out = torch::randn(in.q.sizes());
+  const int previous = at::get_num_threads();
+  auto run = [&](int threads) {
+    at::set_num_threads(threads);
+    kernels::AttentionOutputs forward = kernels::relative_attention_forward(in);
+    kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_out, in, forward);
+    return std::vector<torch::Tensor>{forward.out, forward.logsumexp, grads.q,        grads.k,
+                                      grads.v,     grads.query_band,  grads.key_band, grads.query_weight,
+                                      grads.beta,  grads.key_weight};
+  };
+  const std::vector<torch::Tensor> one = run(1), two = run(2);
+  at::set_num_threads(previous);
+  const char* names[] = {"out", "logsumexp", "dq", "dk", "dv", "d query band", "d key band", "dW^C", "d beta", "dW^K'"};
+  for (size_t i = 0; i < one.size(); ++i) {
+    EXPECT_EQ(one[i].defined(), two[i].defined()) << names[i];
+    if (one[i].defined() && two[i].defined()) {
+      EXPECT_TRUE(torch::equal(one[i], two[i])) << names[i];
+    }
+  }
+  return one;
+}
+
 // The kernel splits its work over threads without splitting any sum: one or two threads give bitwise the same
-// results, forward and backward. (The kernel alone: the ATen matmuls that project the relative terms around it
-// are LibTorch's BLAS, and MKL splits their reductions by thread count on some CPUs, e.g. with AVX-512.)
+// results, forward and backward, with the relative terms as bands and as weights (whose products run inside the
+// kernel, each on its thread, and whose gradients sum per-(batch, head) slots in a fixed order).
 TEST(FusedAttention, KernelResultsDoNotDependOnTheThreadCount) {
   torch::manual_seed(27);
   const int64_t batch = 2, heads = 3, length = 300, head_size = 16, radius = 6, width = 2 * radius + 1;
@@ -279,19 +304,13 @@ TEST(FusedAttention, KernelResultsDoNotDependOnTheThreadCount) {
   in.radius = radius;
   in.scale = 0.25;
   in.dropout = {0.2, 1234, 56};
-  const torch::Tensor grad_out = torch::randn({batch, heads, length, head_size});
-  const int previous = at::get_num_threads();
-  auto run = [&](int threads) {
-    at::set_num_threads(threads);
-    kernels::AttentionOutputs forward = kernels::relative_attention_forward(in);
-    kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_out, in, forward);
-    return std::vector<torch::Tensor>{forward.out, forward.logsumexp, grads.q, grads.k, grads.v,
-                                      grads.query_band, grads.key_band};
-  };
-  const std::vector<torch::Tensor> one = run(1), two = run(2);
-  at::set_num_threads(previous);
-  const char* names[] = {"out", "logsumexp", "dq", "dk", "dv", "d query band", "d key band"};
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << names[i];
+  const std::vector<torch::Tensor> banded = expect_thread_count_independent(in);
+  EXPECT_TRUE(banded[5].defined() && banded[6].defined());
+  in.query_band = at::Tensor();
+  in.key_band = at::Tensor();
+  in.weights = {torch::randn({width, head_size}), torch::randn({heads, width}), torch::randn({width, head_size})};
+  const std::vector<torch::Tensor> weighted = expect_thread_count_independent(in);
+  EXPECT_TRUE(weighted[7].defined() && weighted[8].defined() && weighted[9].defined());
 }
 
 // A batch element whose keys are all padding attends uniformly (what the reference's bias gives).
@@ -436,34 +455,6 @@ TEST(FusedAttention, BandsFromWeightsAndTheirGradientsMatchAutograd) {
   testing::expect_close(grads.beta, want[3], "d beta");
   testing::expect_close(grads.key_weight, want[4], "dW^K'");
   EXPECT_FALSE(grads.query_band.defined() || grads.key_band.defined());
-}
-
-// The weights' gradients sum per (batch, head) slots in a fixed order: one or two threads, bitwise the same.
-TEST(FusedAttention, WeightGradientsDoNotDependOnTheThreadCount) {
-  torch::manual_seed(31);
-  const int64_t batch = 2, heads = 3, length = 300, head_size = 16, radius = 6, width = 2 * radius + 1;
-  kernels::AttentionInputs in;
-  in.q = torch::randn({batch, heads, length, head_size});
-  in.k = torch::randn({batch, heads, length, head_size});
-  in.v = torch::randn({batch, heads, length, head_size});
-  in.weights = {torch::randn({width, head_size}), torch::randn({heads, width}), torch::randn({width, head_size})};
-  in.key_mask = ragged_mask(batch, length);
-  in.radius = radius;
-  in.scale = 0.25;
-  in.dropout = {0.2, 1234, 56};
-  const torch::Tensor grad_out = torch::randn({batch, heads, length, head_size});
-  const int previous = at::get_num_threads();
-  auto run = [&](int threads) {
-    at::set_num_threads(threads);
-    kernels::AttentionOutputs forward = kernels::relative_attention_forward(in);
-    kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_out, in, forward);
-    return std::vector<torch::Tensor>{forward.out,        grads.q,    grads.k,         grads.v,
-                                      grads.query_weight, grads.beta, grads.key_weight};
-  };
-  const std::vector<torch::Tensor> one = run(1), two = run(2);
-  at::set_num_threads(previous);
-  const char* names[] = {"out", "dq", "dk", "dv", "dW^C", "d beta", "dW^K'"};
-  for (size_t i = 0; i < one.size(); ++i) EXPECT_TRUE(torch::equal(one[i], two[i])) << names[i];
 }
 
 }  // namespace
