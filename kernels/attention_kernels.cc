@@ -136,11 +136,11 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   const at::Tensor grad = rows_contiguous(grad_out.to(in.q.scalar_type()));
   if (c.q.is_cpu()) return cpu::relative_attention_backward(grad, c, saved);
   AttentionInputs banded = c;
-  if (c.weights.any()) {
-    const bool saved_all = (saved.query_band.defined() || !(c.weights.query.defined() || c.weights.beta.defined())) &&
-                           (saved.key_band.defined() || !c.weights.key.defined());
-    banded = with_bands(c, saved_all ? Bands{saved.query_band, saved.key_band}
-                                     : relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
+  if (c.weights.any()) {  // the bands this route's forward computed from the weights
+    require(saved.query_band.defined() == (c.weights.query.defined() || c.weights.beta.defined()) &&
+                saved.key_band.defined() == c.weights.key.defined(),
+            "expected the forward's bands (AttentionOutputs::query_band, key_band) for weights on this route");
+    banded = with_bands(c, Bands{saved.query_band, saved.key_band});
   }
   AttentionGrads grads =
       saved.rng.defined()  // the forward took the regions

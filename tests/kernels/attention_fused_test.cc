@@ -342,42 +342,32 @@ TEST(FusedAttention, NeverAllocatesTheScoreMatrix) {
   EXPECT_TRUE(q.grad().defined() && relative.key_weight.grad().defined());
 }
 
+// The kernel's forward refuses `in` with exactly this UsageError message.
+void expect_usage_error(const kernels::AttentionInputs& in, const std::string& message) {
+  try {
+    kernels::relative_attention_forward(in);
+    ADD_FAILURE() << "no error; expected: " << message;
+  } catch (const UsageError& e) {
+    EXPECT_EQ(e.what(), message);
+  }
+}
+
 TEST(FusedAttention, BadArgumentsAreUsageErrors) {
   kernels::AttentionInputs in;
   in.q = torch::randn({1, 2, 5, 4});
   in.k = in.q;
   in.v = torch::randn({1, 2, 6, 4});
-  try {
-    kernels::relative_attention_forward(in);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "relative_attention: expected v of shape [1, 2, 5, 4] (as q), got [1, 2, 6, 4]");
-  }
+  expect_usage_error(in, "relative_attention: expected v of shape [1, 2, 5, 4] (as q), got [1, 2, 6, 4]");
   in.v = in.q;
   in.radius = 2;
   in.query_band = torch::randn({1, 2, 5, 4});
-  try {
-    kernels::relative_attention_forward(in);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "relative_attention: expected query_band of shape [1, 2, 5, 5], got [1, 2, 5, 4]");
-  }
+  expect_usage_error(in, "relative_attention: expected query_band of shape [1, 2, 5, 5], got [1, 2, 5, 4]");
   in.query_band = torch::randn({1, 2, 5, 5});
   in.weights.beta = torch::randn({2, 5});
-  try {
-    kernels::relative_attention_forward(in);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "relative_attention: expected the relative terms as bands or as weights, got both");
-  }
+  expect_usage_error(in, "relative_attention: expected the relative terms as bands or as weights, got both");
   in.query_band = at::Tensor();
   in.weights.key = torch::randn({5, 3});
-  try {
-    kernels::relative_attention_forward(in);
-    FAIL() << "no error";
-  } catch (const UsageError& e) {
-    EXPECT_STREQ(e.what(), "relative_attention: expected W^K' of shape [5, 4], got [5, 3]");
-  }
+  expect_usage_error(in, "relative_attention: expected W^K' of shape [5, 4], got [5, 3]");
 }
 
 // From weights the CPU kernel computes the bands per query tile and per head, and maps their gradients to q, k
