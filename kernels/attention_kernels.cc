@@ -104,6 +104,7 @@ at::Tensor heads_last(const at::Tensor& x) {
 }
 
 void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
+CudaAttentionRoute cuda_attention_route() { return route; }
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
   if (name == "regions") return CudaAttentionRoute::kRegions;
   if (name == "blocks") return CudaAttentionRoute::kBlocks;

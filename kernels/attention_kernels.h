@@ -80,6 +80,7 @@ at::Tensor heads_last(const at::Tensor& x);
 // reference's dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`).
 enum class CudaAttentionRoute { kRegions, kBlocks };
 void set_cuda_attention_route(CudaAttentionRoute route);
+CudaAttentionRoute cuda_attention_route();
 // "regions" or "blocks"; anything else is a UsageError naming the accepted values.
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name);
 

@@ -6,6 +6,7 @@
 #   1. `cabert selftest --device all`   (build, devices, kernel routes, every op against its reference)
 #   2. `ctest -L gpu`                    (tests/gpu: every CUDA op against the CPU kernels, amp, streams, ...;
 #                                         a test that crashes runs again under cuda-gdb for its backtrace)
+#      and which shared object serves the executables' std::filesystem calls (LD_DEBUG bindings, summary.txt)
 #   3. `cabert bench --device cuda`      (the conv and attention ops, forward + backward, fused vs reference;
 #                                          the composite attention on both CUDA routes), then
 #      `cabert bench --profile`          (where the time goes: device kernels and host calls per run, for the
@@ -217,6 +218,17 @@ for test in $crashed; do
   step backtrace "$out/gpu-tests.log" "$cuda_gdb" -batch -ex run -ex "thread apply all bt 30" \
     --args "$build/tests/cabert_gpu_tests" --gtest_filter="$test"
 done
+# Which shared object serves the executables' std::filesystem calls (the wheel's LibTorch exports a copy of its
+# own; the link puts libstdc++ first): the dynamic linker's bindings, all resolved at start (LD_BIND_NOW), counted
+# by the object they bind to, into summary.txt.
+filesystem_bindings() {
+  LD_BIND_NOW=1 LD_DEBUG=bindings "$@" 2>&1 >/dev/null | grep "binding file $1 .*filesystem" |
+    sed -n 's/.* to \([^ ]*\) .*/\1/p' | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+}
+for binary in "$build/bin/cabert --version" "$build/tests/cabert_gpu_tests --gtest_list_tests"; do
+  # shellcheck disable=SC2086  # the binary and its arguments
+  say "std::filesystem of ${binary%% *} bound to: $(filesystem_bindings $binary)"
+done
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv,relpos \
   --seq 512,2048 --kernel 3,17,31 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa,attention \
@@ -244,7 +256,7 @@ step profile "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightc
 # The unit tests that take a CUDA device when there is one (beam search on CUDA, ...): built after the steps
 # above, so that a failure here costs them nothing.
 step build-unit "$out/build.log" cmake --build "$build" -j "$jobs" --target cabert_tests &&
-  step unit-cuda "$out/gpu-tests.log" "$build/tests/cabert_tests" --gtest_filter='*Cuda*:*CUDA*'
+  step unit-cuda "$out/gpu-tests.log" "$build/tests/cabert_tests" --gtest_filter='*Cuda*:*CUDA*:Linking.*'
 
 await_fairseq
 # The public rows: HF ConvBERT and torch always; fairseq's conv1d row with its sources, its CUDA kernels once built.

@@ -1,17 +1,20 @@
 #include "tests/test_paths.h"
 
-#include "lib/core/errors.h"
-#include "lib/text/tokenizer.h"
-
+#include <ftw.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include "lib/core/errors.h"
+#include "lib/text/tokenizer.h"
 
 namespace cabert::testing {
 namespace fs = std::filesystem;
@@ -26,21 +29,44 @@ std::string shared_data_dir() {
   return fs::is_directory(dir + "/glue", ec) ? dir : "";
 }
 
+namespace {
+
+// The folder of this process's temporary folders (one per test).
+fs::path process_temp_root() { return fs::temp_directory_path() / ("cabert_test_" + std::to_string(getpid())); }
+
+// Removes a tree with POSIX's file tree walk, children first, links not followed.
+void remove_tree(const std::string& root) {
+  nftw(
+      root.c_str(),
+      [](const char* path, const struct stat*, int, struct FTW*) {
+        std::remove(path);  // a file, a link or an (emptied) folder
+        return 0;
+      },
+      16, FTW_DEPTH | FTW_PHYS);
+}
+
+// Removes the process's temporary folders after the last test, while every library is still loaded. It was a
+// static object's destructor at exit, where a std::filesystem::remove_all jumped to address 0 on the GPU machine
+// (Ubuntu 24.04, GCC 13.3, torch 2.11: cuda-gdb placed the call in the wheel's libtorch.so, whose own copy of
+// std::filesystem is exported); the walk is libc's, whatever copy of std::filesystem the process binds to.
+class RemoveTempFolders : public ::testing::Environment {
+ public:
+  void TearDown() override { remove_tree(process_temp_root().string()); }
+};
+[[maybe_unused]] ::testing::Environment* const remove_temp_folders =
+    ::testing::AddGlobalTestEnvironment(new RemoveTempFolders);
+
+}  // namespace
+
 std::string temp_dir() {
   const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
   std::string name = info ? std::string(info->test_suite_name()) + "." + info->name() : "cabert";
   for (auto& c : name) {
     if (c == '/') c = '_';
   }
-  fs::path dir = fs::temp_directory_path() / ("cabert_test_" + std::to_string(getpid())) / name;
+  const fs::path dir = process_temp_root() / name;
   fs::remove_all(dir);
   fs::create_directories(dir);
-  static struct Cleanup {
-    ~Cleanup() {
-      std::error_code ec;
-      fs::remove_all(fs::temp_directory_path() / ("cabert_test_" + std::to_string(getpid())), ec);
-    }
-  } cleanup;
   return dir.string();
 }
 

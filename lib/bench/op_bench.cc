@@ -14,6 +14,7 @@
 #include <sstream>
 #include <thread>
 
+#include "kernels/attention_kernels.h"
 #include "kernels/build_info.h"
 #include "lib/core/errors.h"
 #include "lib/core/malloc_tuning.h"
@@ -221,11 +222,18 @@ std::string op_bench_description(const std::string& op) {
            "attention heads beside the SDConv branch with H / 2 conv heads, head ratio 2, no dropout";
   if (op == "relpos") return "composite-attention terms q.W^C[r]*scale + beta[r] -> [B,H,T,T] (radius K/2)";
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
-  if (op == "composite-attention")
+  if (op == "composite-attention") {
+    // The CUDA route in float is process-wide (--cuda-attention): the description names the one the rows took.
+    const std::string cuda_route =
+        kernels::cuda_attention_route() == kernels::CudaAttentionRoute::kBlocks
+            ? "blocks of query rows, each block's scores whole (kernels/chunked; --cuda-attention blocks)"
+            : "PyTorch's memory-efficient kernel on the regions beyond the radius and banded products on the strip "
+              "inside it (kernels/regions)";
     return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
            "radius K/2, no dropout, heads as the models give them; fused, nothing T x T: on the CPU tiled online "
-           "softmax, on CUDA in float PyTorch's memory-efficient kernel on the regions beyond the radius and "
-           "banded products on the strip inside it (kernels/regions)";
+           "softmax, on CUDA in float " +
+           cuda_route;
+  }
   if (op == "sdpa") {
     return "torch scaled_dot_product_attention on plain attention (q, k, v [B,H,T,d] views of [B,T,H,d] as the "
            "models give them), no dropout";

@@ -26,12 +26,15 @@
 
 namespace cabert::testing {
 
-// Runs a shell command, its output into dir/out and dir/err; a failure (with the error output) when it fails.
+// Runs a shell command (tests/test_paths.h's run_command: in a subshell, so a redirection of its own, as in
+// "paste a b | head > dev.tsv", keeps its file); a failure (with the error output) when it fails. `dir` is the
+// test's folder, where the command's output goes: dir/out and dir/err.
 inline ::testing::AssertionResult runs(const std::string& dir, const std::string& command) {
-  if (std::system((command + " > " + dir + "/out 2> " + dir + "/err").c_str()) == 0) {
-    return ::testing::AssertionSuccess();
-  }
-  return ::testing::AssertionFailure() << command << "\n" << read_text(dir + "/err");
+  const CommandResult result = run_command(command);
+  write_text(dir + "/out", result.out);
+  write_text(dir + "/err", result.err);
+  if (result.exit_code == 0) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << command << "\n" << result.err;
 }
 
 inline std::vector<std::string> lines_of(const std::string& path) {
