@@ -1,10 +1,11 @@
-// Per-element maths of the convolution-branch ops, shared by the CUDA kernels (one thread per output element)
-// and the CPU kernels (tap ranges and relative indices; the per-element functions are also run on CPU by
-// tests/kernels/conv_math_test.cc against the reference, so the CUDA arithmetic is tested on a machine
-// without a GPU).
+// The maths of the convolution-branch ops that the CUDA kernels run, shared with the CPU kernels (tap ranges) and
+// run on the CPU by tests/kernels/conv_math_test.cc against the reference, so that the CUDA arithmetic is tested
+// on a machine without a GPU: the convolutions' tiles (the kernels' blocks) and the relative-position elements.
 //
 // Conventions: a "row" is one batch element of x, [T, C] contiguous; mask is that batch element's [T] bool
-// row or nullptr (no mask). Output t reads source s = t + k - pad for tap k = 0..K-1.
+// row or nullptr (no mask). Output t reads source s = t + k - pad for tap k = 0..K-1. The taps of channel c are
+// taps[t * tap_row_stride + k]: tap_row_stride is 0 for position-independent weights (lightweight, depthwise:
+// taps = that channel's weight row) and H * K for per-position kernels (dynamic: taps = &kernels[b, 0, h, 0]).
 #pragma once
 
 #include <cstdint>
@@ -47,70 +48,82 @@ CABERT_HOST_DEVICE int64_t relative_index(int64_t i, int64_t j, int64_t radius) 
   return min64(max64(j - i, -radius), radius) + radius;
 }
 
-// out[t, c] of one row. Tap k of output t has weight taps[t * tap_row_stride + k]: tap_row_stride is 0 for
-// position-independent weights (lightweight, depthwise: taps = that channel's weight row) and H * K for
-// per-position kernels (dynamic: taps = &kernels[b, 0, h, 0]).
+// ---- Tiles: how the CUDA kernels compute the convolutions ----
+// A CUDA block takes kTileRows positions of one row (batch element) and kTileChannels channels (or, for the
+// dynamic conv's kernel gradient, kTileTaps taps of one head), and the taps in chunks of kTileTaps. For each chunk
+// it fills tiles of rows in shared memory, each entry zero where its position is off the row or padding, or its
+// channel past the end: the zeros stand for the convolution's conditions (a padded output or source, a source off
+// the row), so the sums over a tile are the convolution's sums, in chunks of taps or channels. Every read of
+// the global rows is coalesced and each row is read once per tile instead of once per tap. The CPU tests sweep
+// the tiles as the blocks do (tests/kernels/conv_math_test.cc).
+constexpr int kTileRows = 32, kTileTaps = 32, kTileChannels = 32;
+// A tile of rows that serves kTileRows positions over kTileTaps taps.
+constexpr int kWideTileRows = kTileRows + kTileTaps - 1;
+
+// Entry (row, c) of a tile of one row [T, C] of x or grad: zero off the row, at padding or at c >= c_end.
 template <typename T>
-CABERT_HOST_DEVICE T conv_output_element(const T* x, const bool* mask, const T* taps, int64_t tap_row_stride,
-                                         int64_t t, int64_t c, int64_t length, int64_t channels,
-                                         int64_t kernel_size, int64_t pad) {
-  if (!is_real(mask, t)) return T(0);
-  const TapRange range = taps_of_output(t, length, kernel_size, pad);
+CABERT_HOST_DEVICE T tile_entry(const T* rows, const bool* mask, int64_t row, int64_t c, int64_t c_end, int64_t length,
+                                int64_t channels) {
+  return row >= 0 && row < length && c < c_end && is_real(mask, row) ? rows[row * channels + c] : T(0);
+}
+
+// The forward of outputs t0 .. t0 + kTileRows - 1 over taps k0 .. k0 + kTileTaps - 1: source tile row i holds
+// x[t0 + k0 - pad + i], and output i of channel column j adds taps[t (tap_row_stride) + k0 + k] x_tile[i + k][j]
+// for the chunk's taps below kernel_size (taps, tap_row_stride: this column's channel's, as above).
+template <typename T>
+CABERT_HOST_DEVICE T tile_output_sum(const T* source_tile, int row_stride, int i, int j, const T* taps,
+                                     int64_t tap_row_stride, int64_t t, int64_t k0, int64_t kernel_size) {
+  const T* tap_row = taps + t * tap_row_stride + k0;
+  const int count = static_cast<int>(min64(kTileTaps, kernel_size - k0));
   T sum = T(0);
-  for (int64_t k = range.begin; k < range.end; ++k) {
-    const int64_t s = t + k - pad;
-    if (is_real(mask, s)) sum += taps[t * tap_row_stride + k] * x[s * channels + c];
+  for (int k = 0; k < count; ++k) sum += tap_row[k] * source_tile[(i + k) * row_stride + j];
+  return sum;
+}
+
+// The first position of the grad tile that serves sources s0 .. s0 + kTileRows - 1 over taps k0 .. k0 +
+// kTileTaps - 1: source s reads output t = s - k + pad.
+CABERT_HOST_DEVICE int64_t input_grad_tile_first_row(int64_t s0, int64_t k0, int64_t pad) {
+  return s0 + pad - k0 - (kTileTaps - 1);
+}
+
+// The input gradient of source s = s0 + i over the chunk's taps: grad tile row i + kTileTaps - 1 - k holds output
+// t = s - k0 - k + pad, whose tap k0 + k reached s (taps outside the row are skipped: their weights may not exist).
+template <typename T>
+CABERT_HOST_DEVICE T tile_input_grad_sum(const T* grad_tile, int row_stride, int i, int j, const T* taps,
+                                         int64_t tap_row_stride, int64_t s, int64_t k0, int64_t kernel_size,
+                                         int64_t length, int64_t pad) {
+  const int count = static_cast<int>(min64(kTileTaps, kernel_size - k0));
+  T sum = T(0);
+  for (int k = 0; k < count; ++k) {
+    const int64_t t = s - k0 - k + pad;
+    if (t >= 0 && t < length) {
+      sum += taps[t * tap_row_stride + k0 + k] * grad_tile[(i + kTileTaps - 1 - k) * row_stride + j];
+    }
   }
   return sum;
 }
 
-// d loss / d x[s, c] of one row, given grad = d loss / d out (same tap layout as conv_output_element).
+// The position-independent weight's gradient (lightweight, depthwise) of the taps k0 + k of channel column j over
+// the outputs of a grad tile (rows t0 .., zero past the end of the block's chunk of T) and its source tile (rows
+// t0 + k0 - pad ..): the sum over the tile's rows i of grad_tile[i][j] source_tile[i + k][j].
 template <typename T>
-CABERT_HOST_DEVICE T conv_input_grad_element(const T* grad, const bool* mask, const T* taps, int64_t tap_row_stride,
-                                             int64_t s, int64_t c, int64_t length, int64_t channels,
-                                             int64_t kernel_size, int64_t pad) {
-  if (!is_real(mask, s)) return T(0);
-  const TapRange range = taps_of_source(s, length, kernel_size, pad);
+CABERT_HOST_DEVICE T weight_grad_tile_sum(const T* grad_tile, const T* source_tile, int row_stride, int k, int j) {
   T sum = T(0);
-  for (int64_t k = range.begin; k < range.end; ++k) {
-    const int64_t t = s - k + pad;
-    if (is_real(mask, t)) sum += taps[t * tap_row_stride + k] * grad[t * channels + c];
-  }
+  for (int i = 0; i < kTileRows; ++i) sum += grad_tile[i * row_stride + j] * source_tile[(i + k) * row_stride + j];
   return sum;
 }
 
-// d loss / d (weight of tap k at output t), summed over channels c_begin, c_begin + c_step, ... below c_end of one
-// row: the gradient of a per-position kernel (dynamic conv, c range = one head; the CUDA kernel gives each of a
-// warp's lanes every 32nd channel), or of one channel's weight at one position.
+// The dynamic conv's kernel gradient: a tile is kTileRows outputs t0 .. by kTileTaps taps k0 .. of one head, the
+// head's channels in chunks of kTileChannels c0 ..: grad tile row i holds grad[t0 + i], source tile row i holds
+// x[t0 + k0 - pad + i] (both over the chunk's channels, c_end the head's end), and output (i, k) adds the dot
+// product of grad tile row i and source tile row i + k over the chunk.
 template <typename T>
-CABERT_HOST_DEVICE T conv_tap_grad_element(const T* grad, const T* x, const bool* mask, int64_t t, int64_t k,
-                                           int64_t c_begin, int64_t c_end, int64_t length, int64_t channels,
-                                           int64_t pad, int64_t c_step = 1) {
-  const int64_t s = t + k - pad;
-  if (s < 0 || s >= length || !is_real(mask, t) || !is_real(mask, s)) return T(0);
+CABERT_HOST_DEVICE T kernel_grad_tile_dot(const T* grad_tile, const T* source_tile, int i, int k, int row_stride) {
+  const T* g = grad_tile + i * row_stride;
+  const T* x = source_tile + (i + k) * row_stride;
   T sum = T(0);
-  for (int64_t c = c_begin; c < c_end; c += c_step) sum += grad[t * channels + c] * x[s * channels + c];
+  for (int j = 0; j < kTileChannels; ++j) sum += g[j] * x[j];
   return sum;
-}
-
-// d loss / d weight[c, k] of a position-independent weight, contribution of the outputs t in [t_begin, t_end) of
-// one row (the CUDA kernel splits T into chunks summed afterwards).
-template <typename T>
-CABERT_HOST_DEVICE T conv_weight_grad_range(const T* grad, const T* x, const bool* mask, int64_t c, int64_t k,
-                                            int64_t t_begin, int64_t t_end, int64_t length, int64_t channels,
-                                            int64_t pad) {
-  T sum = T(0);
-  for (int64_t t = max64(t_begin, pad - k); t < min64(t_end, length + pad - k); ++t) {
-    sum += conv_tap_grad_element(grad, x, mask, t, k, c, c + 1, length, channels, pad);
-  }
-  return sum;
-}
-
-// The same over the whole row (summed over t).
-template <typename T>
-CABERT_HOST_DEVICE T conv_weight_grad_element(const T* grad, const T* x, const bool* mask, int64_t c, int64_t k,
-                                              int64_t length, int64_t channels, int64_t pad) {
-  return conv_weight_grad_range(grad, x, mask, c, k, 0, length, length, channels, pad);
 }
 
 // out[i, j] of one (batch, head) score matrix: band[i, r] (q . w[r] * scale, or nullptr) + beta[r] (or nullptr).

@@ -1,7 +1,9 @@
-// CUDA kernels of the convolution-branch ops: one thread per output element, the arithmetic of each element
-// being the host/device functions of kernels/conv_math.h (which the CPU tests run against the reference).
-// Any kernel size and padding work (taps are looped, never unrolled to a fixed K); grid-stride loops cover
-// any size; every launch is checked.
+// CUDA kernels of the convolution-branch ops. The convolutions run in tiles through shared memory, one block per
+// tile of positions by channels (or taps), the taps or channels in chunks, with the tile maths of
+// kernels/conv_math.h, which the CPU tests sweep as the blocks do against the reference; the relative-position
+// kernels take one thread per score (one warp per score row in the reduction), with conv_math.h's per-element
+// maths. Any kernel size and padding work (taps are looped in chunks, never unrolled to a fixed K); grid-stride
+// loops cover any size; every launch is checked.
 #include <ATen/ATen.h>
 #include <ATen/Dispatch.h>
 #include <ATen/cuda/CUDAContext.h>
@@ -41,61 +43,141 @@ void launch_warps(int64_t n, Kernel kernel, Args... args) {
   C10_CUDA_KERNEL_LAUNCH_CHECK();
 }
 
+// A kernel that gives each of its n items a whole block (a grid-stride loop over blockIdx.x).
+template <typename Kernel, typename... Args>
+void launch_blocks(int64_t n, Kernel kernel, Args... args) {
+  if (n == 0) return;
+  kernel<<<static_cast<int>(math::min64(n, kMaxBlocks)), kThreads, 0, at::cuda::getCurrentCUDAStream()>>>(n, args...);
+  C10_CUDA_KERNEL_LAUNCH_CHECK();
+}
+
 const bool* mask_data(const at::Tensor& mask) { return mask.defined() ? mask.data_ptr<bool>() : nullptr; }
 
-// ---- lightweight / depthwise: weight [G, K], channel c uses row c / (C / G) ----
+// ---- the tiled convolutions (kernels/conv_math.h: tiles) ----
 
+// A block's 256 threads: kTileChannels (or kTileTaps) columns by kRowGroups row groups; row group g takes the
+// tile's rows g, g + kRowGroups, ...; tile rows are padded by one entry so that a warp's 32 columns read 32
+// different shared-memory banks.
+constexpr int kRowGroups = kThreads / math::kTileChannels;
+constexpr int kRowsPerThread = math::kTileRows / kRowGroups;
+constexpr int kTileStride = math::kTileChannels + 1;
+static_assert(math::kTileChannels == math::kTileTaps && kThreads % math::kTileChannels == 0 &&
+                  math::kTileRows % kRowGroups == 0,
+              "tile shape");
+
+// Fills rows [0, tile_rows) of a shared tile with the entries of rows first_row .. of one row [T, C] (zero off
+// the row, at padding, at channels from c_end; positions from `length` on count as off the row).
 template <typename T>
-__global__ void grouped_forward_kernel(int64_t n, const T* x, const T* weight, const T* bias, const bool* mask,
-                                       T* out, int64_t length, int64_t channels, int64_t group_size,
-                                       int64_t kernel_size, int64_t pad) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t c = index % channels, t = (index / channels) % length, b = index / (channels * length);
-    const bool* m = math::mask_row(mask, b, length);
-    const T* taps = weight + (c / group_size) * kernel_size;
-    T value = math::conv_output_element(x + b * length * channels, m, taps, 0, t, c, length, channels,
-                                        kernel_size, pad);
-    if (bias != nullptr && math::is_real(m, t)) value += bias[c];
-    out[index] = value;
+__device__ void fill_tile(T* tile, int tile_rows, const T* rows, const bool* mask, int64_t first_row, int64_t c0,
+                          int64_t c_end, int64_t length, int64_t channels) {
+  for (int e = threadIdx.x; e < tile_rows * math::kTileChannels; e += blockDim.x) {
+    const int i = e / math::kTileChannels, j = e % math::kTileChannels;
+    tile[i * kTileStride + j] = math::tile_entry(rows, mask, first_row + i, c0 + j, c_end, length, channels);
   }
 }
 
+// The taps of channel c in batch element b: position-independent weights [G, K] (batch_stride 0, tap_row_stride
+// 0, group_size C / G) or per-position kernels [B, T, H, K] (batch_stride T H K, tap_row_stride H K, group_size
+// C / H): conv_math's (taps, tap_row_stride) convention.
+struct TapLayout {
+  int64_t batch_stride, group_size, tap_row_stride;
+};
+
 template <typename T>
-__global__ void grouped_input_grad_kernel(int64_t n, const T* grad, const T* weight, const bool* mask, T* grad_x,
-                                          int64_t length, int64_t channels, int64_t group_size, int64_t kernel_size,
-                                          int64_t pad) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t c = index % channels, s = (index / channels) % length, b = index / (channels * length);
-    const T* taps = weight + (c / group_size) * kernel_size;
-    grad_x[index] = math::conv_input_grad_element(grad + b * length * channels, math::mask_row(mask, b, length), taps, 0,
-                                                  s, c, length, channels, kernel_size, pad);
+__device__ const T* taps_of(const T* weights, const TapLayout& layout, int64_t b, int64_t c, int64_t kernel_size) {
+  return weights + b * layout.batch_stride + (c / layout.group_size) * kernel_size;
+}
+
+// The forward (kInputGrad false: rows = x, outputs t) or the input gradient (true: rows = grad, sources s), one
+// block per tile of kTileRows positions by kTileChannels channels of one batch element (tile = (b row_tiles + row
+// tile) channel_tiles + channel tile), the taps in chunks, each chunk's rows of x (or grad) in shared memory; bias
+// (or nullptr) is added at real positions.
+template <typename T, bool kInputGrad>
+__global__ void conv_tiles_kernel(int64_t tiles, const T* rows, const T* weights, TapLayout layout, const T* bias,
+                                  const bool* mask, T* out, int64_t length, int64_t channels, int64_t kernel_size,
+                                  int64_t pad, int64_t row_tiles, int64_t channel_tiles) {
+  __shared__ T tile_rows[math::kWideTileRows * kTileStride];
+  const int j = threadIdx.x % math::kTileChannels, row_group = threadIdx.x / math::kTileChannels;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t c0 = (tile % channel_tiles) * math::kTileChannels;
+    const int64_t t0 = (tile / channel_tiles % row_tiles) * math::kTileRows, b = tile / (channel_tiles * row_tiles);
+    const T* rows_batch = rows + b * length * channels;
+    const bool* mask_batch = math::mask_row(mask, b, length);
+    const int64_t c = c0 + j;
+    const T* taps = c < channels ? taps_of(weights, layout, b, c, kernel_size) : nullptr;
+    T sums[kRowsPerThread] = {};
+    for (int64_t k0 = 0; k0 < kernel_size; k0 += math::kTileTaps) {
+      __syncthreads();  // every thread is done with the previous chunk's tile
+      const int64_t first_row = kInputGrad ? math::input_grad_tile_first_row(t0, k0, pad) : t0 + k0 - pad;
+      fill_tile(tile_rows, math::kWideTileRows, rows_batch, mask_batch, first_row, c0, channels, length, channels);
+      __syncthreads();
+      if (c >= channels) continue;
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        const int i = row_group + kRowGroups * r;
+        if (t0 + i >= length) continue;
+        sums[r] += kInputGrad ? math::tile_input_grad_sum(tile_rows, kTileStride, i, j, taps, layout.tap_row_stride,
+                                                          t0 + i, k0, kernel_size, length, pad)
+                              : math::tile_output_sum(tile_rows, kTileStride, i, j, taps, layout.tap_row_stride, t0 + i,
+                                                      k0, kernel_size);
+      }
+    }
+    if (c >= channels) continue;
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int64_t t = t0 + row_group + kRowGroups * r;
+      if (t >= length) continue;
+      const bool real = math::is_real(mask_batch, t);
+      out[(b * length + t) * channels + c] = real ? sums[r] + (bias != nullptr ? bias[c] : T(0)) : T(0);
+    }
   }
 }
 
-// partial [B, chunks, K, C]: the weight gradient of each batch element and chunk of T (summed afterwards).
-// Adjacent threads take adjacent channels, so each step over t reads contiguous grad and x rows (coalesced),
-// and the chunks of T give the GPU B * chunks * K * C threads instead of B * C * K threads each walking all of T.
+// partial [B, chunks, K, C]: the position-independent weight's gradient of each batch element and chunk of T
+// (summed afterwards), one block per (b, chunk, channel tile, tap tile) taking the chunk's tiles of rows in turn;
+// thread (row group, column j) takes taps k0 + row group + kRowGroups r of channel c0 + j.
 template <typename T>
-__global__ void grouped_weight_grad_kernel(int64_t n, const T* grad, const T* x, const bool* mask, T* partial,
+__global__ void grouped_weight_grad_kernel(int64_t tiles, const T* grad, const T* x, const bool* mask, T* partial,
                                            int64_t length, int64_t channels, int64_t kernel_size, int64_t pad,
-                                           int64_t chunks, int64_t chunk_length) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t c = index % channels, k = (index / channels) % kernel_size,
-                  chunk = (index / (channels * kernel_size)) % chunks,
-                  b = index / (channels * kernel_size * chunks);
-    const int64_t t_begin = chunk * chunk_length, t_end = math::min64(length, t_begin + chunk_length);
-    partial[index] = math::conv_weight_grad_range(grad + b * length * channels, x + b * length * channels,
-                                                  math::mask_row(mask, b, length), c, k, t_begin, t_end, length,
-                                                  channels, pad);
+                                           int64_t chunks, int64_t chunk_length, int64_t channel_tiles,
+                                           int64_t tap_tiles) {
+  __shared__ T grad_tile[math::kTileRows * kTileStride];
+  __shared__ T source_tile[math::kWideTileRows * kTileStride];
+  const int j = threadIdx.x % math::kTileChannels, row_group = threadIdx.x / math::kTileChannels;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    // tile = ((b chunks + chunk) channel_tiles + channel tile) tap_tiles + tap tile
+    const int64_t k0 = (tile % tap_tiles) * math::kTileTaps;
+    const int64_t c0 = (tile / tap_tiles % channel_tiles) * math::kTileChannels;
+    const int64_t chunk = tile / (tap_tiles * channel_tiles) % chunks, b = tile / (tap_tiles * channel_tiles * chunks);
+    const int64_t t_end = math::min64(length, (chunk + 1) * chunk_length);
+    const T* grad_batch = grad + b * length * channels;
+    const T* x_batch = x + b * length * channels;
+    const bool* mask_batch = math::mask_row(mask, b, length);
+    T sums[kRowsPerThread] = {};
+    for (int64_t t0 = chunk * chunk_length; t0 < t_end; t0 += math::kTileRows) {
+      __syncthreads();
+      fill_tile(grad_tile, math::kTileRows, grad_batch, mask_batch, t0, c0, channels, t_end, channels);
+      fill_tile(source_tile, math::kWideTileRows, x_batch, mask_batch, t0 + k0 - pad, c0, channels, length, channels);
+      __syncthreads();
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        sums[r] += math::weight_grad_tile_sum(grad_tile, source_tile, kTileStride, row_group + kRowGroups * r, j);
+      }
+    }
+    const int64_t c = c0 + j;
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int64_t k = k0 + row_group + kRowGroups * r;
+      if (c < channels && k < kernel_size) partial[((b * chunks + chunk) * kernel_size + k) * channels + c] = sums[r];
+    }
   }
 }
 
-// Chunks of T for the weight gradient: enough threads to fill a large GPU (about 2^18), each chunk at least 32
-// positions long; a function of the shapes only, so the summation order (and the result) is the same on every GPU.
-int64_t weight_grad_chunks(int64_t batch, int64_t length, int64_t channels, int64_t kernel_size) {
-  const int64_t threads = math::max64(1, batch * channels * kernel_size);
-  const int64_t wanted = math::max64(1, (int64_t{1} << 18) / threads);
-  return math::max64(1, math::min64(wanted, (length + 31) / 32));
+// Chunks of T for the weight gradient, each a whole number of tiles of rows: enough blocks to fill a large GPU
+// (about 2048), as few chunks as that allows (the partial sums are summed afterwards); a function of the shapes
+// only, so the summation order (and the result) is the same on every GPU.
+int64_t weight_grad_chunk_length(int64_t batch, int64_t length, int64_t channels, int64_t kernel_size) {
+  const int64_t blocks_per_chunk = math::max64(1, batch * ((channels + math::kTileChannels - 1) / math::kTileChannels) *
+                                                      ((kernel_size + math::kTileTaps - 1) / math::kTileTaps));
+  const int64_t row_tiles = math::max64(1, (length + math::kTileRows - 1) / math::kTileRows);
+  const int64_t chunks = math::max64(1, math::min64(row_tiles, (2048 + blocks_per_chunk - 1) / blocks_per_chunk));
+  return (row_tiles + chunks - 1) / chunks * math::kTileRows;
 }
 
 // Sum over the 32 lanes of a warp (every lane gets it).
@@ -112,53 +194,42 @@ __device__ T warp_sum(T value) {
 
 // ---- dynamic: kernels [B, T, H, K] ----
 
+// The kernel gradient in tiles (math::kernel_grad_tile_dot): one block per tile of kTileRows outputs by kTileTaps
+// taps of one (b, h), the head's channels in chunks through shared memory; thread (row group, tap) of the block
+// takes tap k0 + tap of the outputs t0 + row group + kRowGroups r. Its history on B=8 T=2048 C=256 H=4 K=31
+// (fwd+bwd of dynamicconv): one warp per tap, each decoding its index with four 64-bit divisions, took 612 of
+// 957 us on an H200; one warp per kernel row, its K taps in turn with a warp sum each, 329 of 681 us busy on an
+// H100 (2026-11-28): the grad row re-read and 5 shuffles per tap.
 template <typename T>
-__global__ void dynamic_forward_kernel(int64_t n, const T* x, const T* kernels, const bool* mask, T* out,
-                                       int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
-                                       int64_t pad) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t c = index % channels, t = (index / channels) % length, b = index / (channels * length);
-    const int64_t h = c / (channels / heads);
-    const T* taps = kernels + (b * length * heads + h) * kernel_size;
-    out[index] = math::conv_output_element(x + b * length * channels, math::mask_row(mask, b, length), taps,
-                                           heads * kernel_size, t, c, length, channels, kernel_size, pad);
-  }
-}
-
-template <typename T>
-__global__ void dynamic_input_grad_kernel(int64_t n, const T* grad, const T* kernels, const bool* mask, T* grad_x,
-                                          int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
-                                          int64_t pad) {
-  CABERT_GRID_LOOP(index, n) {
-    const int64_t c = index % channels, s = (index / channels) % length, b = index / (channels * length);
-    const int64_t h = c / (channels / heads);
-    const T* taps = kernels + (b * length * heads + h) * kernel_size;
-    grad_x[index] = math::conv_input_grad_element(grad + b * length * channels, math::mask_row(mask, b, length), taps,
-                                                  heads * kernel_size, s, c, length, channels, kernel_size, pad);
-  }
-}
-
-// One warp per kernel row (b, t, h), its K taps in turn: the lanes stride over the head's channels (coalesced
-// reads of the grad and x rows) and a warp sum per tap replaces the serial dot product. The row is decoded once
-// for its K taps: with one warp per tap, four 64-bit divisions per tap took most of the time (612 of 957 us of
-// dynamicconv fwd+bwd at B=8 T=2048 C=256 H=4 K=31 on an H200, the forward 96 us). Every lane takes every tap
-// (the skip of a tap outside the row is the same for the whole warp), as the shuffles need.
-template <typename T>
-__global__ void dynamic_kernel_grad_kernel(int64_t rows, const T* grad, const T* x, const bool* mask,
-                                           T* grad_kernels, int64_t length, int64_t channels, int64_t heads,
-                                           int64_t kernel_size, int64_t pad) {
-  const int lane = threadIdx.x % 32;
+__global__ void dynamic_kernel_grad_kernel(int64_t tiles, const T* grad, const T* x, const bool* mask, T* grad_kernels,
+                                           int64_t length, int64_t channels, int64_t heads, int64_t kernel_size,
+                                           int64_t pad, int64_t row_tiles, int64_t tap_tiles) {
+  __shared__ T grad_tile[math::kTileRows * kTileStride];
+  __shared__ T source_tile[math::kWideTileRows * kTileStride];
   const int64_t head_size = channels / heads;
-  CABERT_WARP_LOOP(row, rows) {  // row = (b T + t) H + h: grad_kernels[row K + k]
-    const int64_t h = row % heads, t = (row / heads) % length, b = row / (heads * length);
+  const int tap = threadIdx.x % math::kTileTaps, row_group = threadIdx.x / math::kTileTaps;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    // tile = ((b H + h) row_tiles + row tile) tap_tiles + tap tile
+    const int64_t k0 = (tile % tap_tiles) * math::kTileTaps, t0 = (tile / tap_tiles % row_tiles) * math::kTileRows;
+    const int64_t h = tile / (tap_tiles * row_tiles) % heads, b = tile / (tap_tiles * row_tiles * heads);
     const T* grad_batch = grad + b * length * channels;
     const T* x_batch = x + b * length * channels;
     const bool* mask_batch = math::mask_row(mask, b, length);
-    for (int64_t k = 0; k < kernel_size; ++k) {
-      const T sum = warp_sum(math::conv_tap_grad_element(grad_batch, x_batch, mask_batch, t, k, h * head_size + lane,
-                                                         (h + 1) * head_size, length, channels, pad,
-                                                         /*c_step=*/32));
-      if (lane == 0) grad_kernels[row * kernel_size + k] = sum;
+    const int64_t c_end = (h + 1) * head_size;
+    T sums[kRowsPerThread] = {};
+    for (int64_t c0 = h * head_size; c0 < c_end; c0 += math::kTileChannels) {
+      __syncthreads();  // every thread is done with the previous chunk's tiles
+      fill_tile(grad_tile, math::kTileRows, grad_batch, mask_batch, t0, c0, c_end, length, channels);
+      fill_tile(source_tile, math::kWideTileRows, x_batch, mask_batch, t0 + k0 - pad, c0, c_end, length, channels);
+      __syncthreads();
+      for (int r = 0; r < kRowsPerThread; ++r) {
+        sums[r] += math::kernel_grad_tile_dot(grad_tile, source_tile, row_group + kRowGroups * r, tap, kTileStride);
+      }
+    }
+    const int64_t k = k0 + tap;
+    for (int r = 0; r < kRowsPerThread; ++r) {
+      const int64_t t = t0 + row_group + kRowGroups * r;
+      if (t < length && k < kernel_size) grad_kernels[((b * length + t) * heads + h) * kernel_size + k] = sums[r];
     }
   }
 }
@@ -212,60 +283,83 @@ const T* data_or_null(const at::Tensor& t) {
 
 }  // namespace
 
+namespace {
+
+// Tiles of rows by channels of a [B, T, C] tensor (the forward's and the input gradient's).
+struct RowTiles {
+  int64_t row_tiles, channel_tiles;
+  int64_t count(int64_t batch) const { return batch * row_tiles * channel_tiles; }
+};
+
+RowTiles row_tiles_of(const at::Tensor& x) {
+  return {(x.size(1) + math::kTileRows - 1) / math::kTileRows,
+          (x.size(2) + math::kTileChannels - 1) / math::kTileChannels};
+}
+
+TapLayout grouped_layout(const at::Tensor& x, const at::Tensor& weight) { return {0, x.size(2) / weight.size(0), 0}; }
+
+TapLayout dynamic_layout(const at::Tensor& x, const at::Tensor& kernels) {
+  const int64_t heads = kernels.size(2), kernel_size = kernels.size(3);
+  return {x.size(1) * heads * kernel_size, x.size(2) / heads, heads * kernel_size};
+}
+
+// The forward of x (input_grad false) or the input gradient of grad (true), [B, T, C].
+at::Tensor conv_tiles(const at::Tensor& rows, const at::Tensor& weights, const TapLayout& layout,
+                      const at::Tensor& bias, int64_t kernel_size, int64_t pad, const at::Tensor& mask,
+                      bool input_grad) {
+  at::Tensor out = at::empty_like(rows);
+  const RowTiles tiles = row_tiles_of(rows);
+  AT_DISPATCH_FLOATING_TYPES(rows.scalar_type(), "conv_tiles_cuda", [&] {
+    launch_blocks(
+        tiles.count(rows.size(0)), input_grad ? conv_tiles_kernel<scalar_t, true> : conv_tiles_kernel<scalar_t, false>,
+        rows.data_ptr<scalar_t>(), weights.data_ptr<scalar_t>(), layout, data_or_null<scalar_t>(bias), mask_data(mask),
+        out.data_ptr<scalar_t>(), rows.size(1), rows.size(2), kernel_size, pad, tiles.row_tiles, tiles.channel_tiles);
+  });
+  return out;
+}
+
+}  // namespace
+
 at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                 int64_t pad, const at::Tensor& mask) {
   const c10::cuda::CUDAGuard device_guard(x.device());
-  const int64_t length = x.size(1), channels = x.size(2);
-  at::Tensor out = at::empty_like(x);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_forward_cuda", [&] {
-    launch(x.numel(), grouped_forward_kernel<scalar_t>, x.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
-           data_or_null<scalar_t>(bias), mask_data(mask), out.data_ptr<scalar_t>(), length, channels,
-           channels / weight.size(0), weight.size(1), pad);
-  });
-  return out;
+  return conv_tiles(x, weight, grouped_layout(x, weight), bias, weight.size(1), pad, mask, false);
 }
 
 void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight, int64_t pad,
                            const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_weight_per_channel) {
   const c10::cuda::CUDAGuard device_guard(x.device());
   const int64_t batch = x.size(0), length = x.size(1), channels = x.size(2), kernel_size = weight.size(1);
-  grad_x = at::empty_like(x);
-  const int64_t chunks = weight_grad_chunks(batch, length, channels, kernel_size);
-  const int64_t chunk_length = (length + chunks - 1) / chunks;
-  at::Tensor partial = at::empty({batch, chunks, kernel_size, channels}, x.options());
+  grad_x = conv_tiles(grad, weight, grouped_layout(x, weight), at::Tensor(), kernel_size, pad, mask, true);
+  const int64_t chunk_length = weight_grad_chunk_length(batch, length, channels, kernel_size);
+  const int64_t chunks = math::max64(1, (length + chunk_length - 1) / chunk_length);
+  const int64_t channel_tiles = (channels + math::kTileChannels - 1) / math::kTileChannels;
+  const int64_t tap_tiles = (kernel_size + math::kTileTaps - 1) / math::kTileTaps;
+  at::Tensor partial = at::empty({batch, chunks, kernel_size, channels}, x.options());  // every entry written
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "grouped_conv_backward_cuda", [&] {
-    launch(x.numel(), grouped_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), weight.data_ptr<scalar_t>(),
-           mask_data(mask), grad_x.data_ptr<scalar_t>(), length, channels, channels / weight.size(0), kernel_size,
-           pad);
-    launch(partial.numel(), grouped_weight_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(),
-           mask_data(mask), partial.data_ptr<scalar_t>(), length, channels, kernel_size, pad, chunks,
-           chunk_length);
+    launch_blocks(batch * chunks * channel_tiles * tap_tiles, grouped_weight_grad_kernel<scalar_t>,
+                  grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask_data(mask), partial.data_ptr<scalar_t>(),
+                  length, channels, kernel_size, pad, chunks, chunk_length, channel_tiles, tap_tiles);
   });
   grad_weight_per_channel = partial.sum(at::IntArrayRef{0, 1}).t().contiguous();  // [K, C] -> [C, K]
 }
 
 at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t pad, const at::Tensor& mask) {
   const c10::cuda::CUDAGuard device_guard(x.device());
-  at::Tensor out = at::empty_like(x);
-  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_forward_cuda", [&] {
-    launch(x.numel(), dynamic_forward_kernel<scalar_t>, x.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
-           mask_data(mask), out.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3), pad);
-  });
-  return out;
+  return conv_tiles(x, kernels, dynamic_layout(x, kernels), at::Tensor(), kernels.size(3), pad, mask, false);
 }
 
 void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& kernels, int64_t pad,
                            const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_kernels) {
   const c10::cuda::CUDAGuard device_guard(x.device());
-  grad_x = at::empty_like(x);
+  grad_x = conv_tiles(grad, kernels, dynamic_layout(x, kernels), at::Tensor(), kernels.size(3), pad, mask, true);
   grad_kernels = at::empty_like(kernels);
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_backward_cuda", [&] {
-    launch(x.numel(), dynamic_input_grad_kernel<scalar_t>, grad.data_ptr<scalar_t>(), kernels.data_ptr<scalar_t>(),
-           mask_data(mask), grad_x.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3),
-           pad);
-    launch_warps(kernels.numel() / math::max64(kernels.size(3), 1), dynamic_kernel_grad_kernel<scalar_t>,
-                 grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask_data(mask),
-                 grad_kernels.data_ptr<scalar_t>(), x.size(1), x.size(2), kernels.size(2), kernels.size(3), pad);
+    const int64_t row_tiles = (x.size(1) + math::kTileRows - 1) / math::kTileRows;
+    const int64_t tap_tiles = (kernels.size(3) + math::kTileTaps - 1) / math::kTileTaps;
+    launch_blocks(x.size(0) * kernels.size(2) * row_tiles * tap_tiles, dynamic_kernel_grad_kernel<scalar_t>,
+                  grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask_data(mask), grad_kernels.data_ptr<scalar_t>(),
+                  x.size(1), x.size(2), kernels.size(2), kernels.size(3), pad, row_tiles, tap_tiles);
   });
 }
 

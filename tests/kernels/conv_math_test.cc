@@ -1,7 +1,12 @@
-// The per-element maths that the CUDA kernels run (kernels/conv_math.h), executed on CPU element by element
-// exactly as the CUDA threads index it, against the reference ops and their autograd gradients. This is how
-// the CUDA arithmetic is tested on a machine without a GPU (the launches themselves are untested here).
+// The maths that the CUDA kernels run (kernels/conv_math.h), executed on the CPU exactly as the CUDA blocks and
+// threads index it, against the reference ops and their autograd gradients: the convolutions' tiles swept as the
+// blocks sweep them, and the relative-position elements. This is how the CUDA arithmetic is tested on a machine
+// without a GPU (the launches themselves, thread mapping and barriers, are tested by tests/gpu).
 #include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
 
 #include "kernels/conv_math.h"
 #include "kernels/reference/conv_reference.h"
@@ -31,74 +36,205 @@ TEST(ConvMath, TapRangesCoverExactlyTheInRangeSources) {
         }
 }
 
-// Dynamic conv, indexed like dynamic_*_kernel in kernels/cuda/conv_cuda.cu.
-TEST(ConvMath, DynamicConvElementsMatchReference) {
-  torch::manual_seed(21);
-  const int64_t B = 2, T = 5, C = 4, H = 2, hs = C / H;
-  for (int64_t K : {1, 4, 7}) {
-    for (int64_t pad : {K / 2, K - 1}) {
-      auto mask = torch::tensor({1, 1, 1, 0, 0, 1, 0, 1, 1, 1}, torch::kBool).view({B, T});
-      auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
-      auto kern = torch::randn({B, T, H, K}, f64()).requires_grad_(true);
-      auto probe = torch::randn({B, T, C}, f64());
-      auto expected = kernels::reference::dynamic_conv(x, kern, pad, mask);
-      auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, kern});
-      auto xd = x.detach().contiguous(), kd = kern.detach().contiguous();
-      auto out = torch::zeros({B, T, C}, f64()), gx = torch::zeros({B, T, C}, f64());
-      auto gk = torch::zeros({B, T, H, K}, f64());
-      const double *xp = xd.data_ptr<double>(), *kp = kd.data_ptr<double>(), *gp = probe.data_ptr<double>();
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t c = 0; c < C; ++c) {
-            const double* taps = kp + (b * T * H + c / hs) * K;
-            const bool* m = math::mask_row(mask_ptr(mask), b, T);
-            out[b][t][c] = math::conv_output_element(xp + b * T * C, m, taps, H * K, t, c, T, C, K, pad);
-            gx[b][t][c] = math::conv_input_grad_element(gp + b * T * C, m, taps, H * K, t, c, T, C, K, pad);
-          }
-      for (int64_t b = 0; b < B; ++b)
-        for (int64_t t = 0; t < T; ++t)
-          for (int64_t h = 0; h < H; ++h)
-            for (int64_t k = 0; k < K; ++k)
-              gk[b][t][h][k] = math::conv_tap_grad_element(gp + b * T * C, xp + b * T * C,
-                                                           math::mask_row(mask_ptr(mask), b, T), t, k, h * hs,
-                                                           (h + 1) * hs, T, C, pad);
-      EXPECT_TRUE(torch::allclose(out, expected.detach())) << "K=" << K << " pad=" << pad;
-      EXPECT_TRUE(torch::allclose(gx, grads[0])) << "K=" << K << " pad=" << pad;
-      EXPECT_TRUE(torch::allclose(gk, grads[1])) << "K=" << K << " pad=" << pad;
-    }
-  }
+// ---- The convolutions' tiles, swept as kernels/cuda/conv_cuda.cu's blocks sweep them ----
+
+constexpr int kStride = math::kTileChannels + 1;  // the CUDA kernels pad their tile rows so
+
+// The taps of channel c of batch element b, as conv_cuda.cu's TapLayout gives them: weights [G, K] (batch_stride
+// 0, group_size C / G, tap_row_stride 0) or kernels [B, T, H, K] (T H K, C / H, H K).
+struct Taps {
+  const double* weights;
+  int64_t batch_stride, group_size, tap_row_stride, kernel_size;
+  const double* of(int64_t b, int64_t c) const { return weights + b * batch_stride + (c / group_size) * kernel_size; }
+};
+
+Taps grouped_taps(const torch::Tensor& weight, int64_t channels) {
+  return {weight.data_ptr<double>(), 0, channels / weight.size(0), 0, weight.size(1)};
 }
 
-// Depthwise conv (position-independent weights), indexed like grouped_*_kernel.
-TEST(ConvMath, DepthwiseElementsMatchReference) {
-  torch::manual_seed(22);
-  const int64_t B = 2, T = 4, C = 3;
-  for (int64_t K : {2, 3, 9}) {
-    const int64_t pad = K / 2;
-    auto mask = torch::tensor({1, 1, 1, 0, 1, 0, 1, 1}, torch::kBool).view({B, T});
-    auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
-    auto w = torch::randn({C, K}, f64()).requires_grad_(true);
-    auto probe = torch::randn({B, T, C}, f64());
-    auto expected = kernels::reference::depthwise_conv(x, w, {}, pad, mask);
-    auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, w});
-    auto xd = x.detach().contiguous(), wd = w.detach().contiguous();
-    auto out = torch::zeros({B, T, C}, f64()), gx = torch::zeros({B, T, C}, f64()), gw = torch::zeros({C, K}, f64());
-    const double *xp = xd.data_ptr<double>(), *wp = wd.data_ptr<double>(), *gp = probe.data_ptr<double>();
-    for (int64_t b = 0; b < B; ++b) {
-      const bool* m = math::mask_row(mask.data_ptr<bool>(), b, T);
-      for (int64_t t = 0; t < T; ++t)
-        for (int64_t c = 0; c < C; ++c) {
-          out[b][t][c] = math::conv_output_element(xp + b * T * C, m, wp + c * K, 0, t, c, T, C, K, pad);
-          gx[b][t][c] = math::conv_input_grad_element(gp + b * T * C, m, wp + c * K, 0, t, c, T, C, K, pad);
+Taps dynamic_taps(const torch::Tensor& kernels, int64_t channels) {
+  const int64_t T = kernels.size(1), H = kernels.size(2), K = kernels.size(3);
+  return {kernels.data_ptr<double>(), T * H * K, channels / H, H * K, K};
+}
+
+// A shared-memory tile as fill_tile fills it: rows first_row .. of one row [T, C] (length: where it ends).
+std::vector<double> tile_of(const double* rows, const bool* mask, int64_t first_row, int tile_rows, int64_t c0,
+                            int64_t c_end, int64_t length, int64_t channels) {
+  std::vector<double> tile(tile_rows * kStride, std::nan(""));  // the padding column is never read
+  for (int i = 0; i < tile_rows; ++i)
+    for (int j = 0; j < math::kTileChannels; ++j)
+      tile[i * kStride + j] = math::tile_entry(rows, mask, first_row + i, c0 + j, c_end, length, channels);
+  return tile;
+}
+
+const bool* row_mask(const torch::Tensor& mask, int64_t b, int64_t T) { return math::mask_row(mask_ptr(mask), b, T); }
+
+// conv_forward_kernel: out [B, T, C] (NaN where no block wrote).
+torch::Tensor sweep_forward(const torch::Tensor& x, const Taps& taps, const torch::Tensor& bias,
+                            const torch::Tensor& mask, int64_t pad) {
+  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), K = taps.kernel_size;
+  torch::Tensor out = torch::full({B, T, C}, std::nan(""), f64());
+  auto o = out.accessor<double, 3>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t t0 = 0; t0 < T; t0 += math::kTileRows)
+      for (int64_t c0 = 0; c0 < C; c0 += math::kTileChannels) {
+        double sums[math::kTileRows][math::kTileChannels] = {};
+        for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
+          const auto tile = tile_of(x.data_ptr<double>() + b * T * C, row_mask(mask, b, T), t0 + k0 - pad,
+                                    math::kWideTileRows, c0, C, T, C);
+          for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
+            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
+              sums[i][j] += math::tile_output_sum(tile.data(), kStride, i, j, taps.of(b, c0 + j), taps.tap_row_stride,
+                                                  t0 + i, k0, K);
         }
-      for (int64_t c = 0; c < C; ++c)
-        for (int64_t k = 0; k < K; ++k)
-          gw[c][k] += math::conv_weight_grad_element(gp + b * T * C, xp + b * T * C, m, c, k, T, C, pad);
-    }
-    EXPECT_TRUE(torch::allclose(out, expected.detach())) << K;
-    EXPECT_TRUE(torch::allclose(gx, grads[0])) << K;
-    EXPECT_TRUE(torch::allclose(gw, grads[1])) << K;
-  }
+        for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
+          for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j) {
+            const double b_c = bias.defined() ? bias[c0 + j].item<double>() : 0.0;
+            o[b][t0 + i][c0 + j] = math::is_real(row_mask(mask, b, T), t0 + i) ? sums[i][j] + b_c : 0.0;
+          }
+      }
+  return out;
+}
+
+// conv_input_grad_kernel: grad_x [B, T, C].
+torch::Tensor sweep_input_grad(const torch::Tensor& grad, const Taps& taps, const torch::Tensor& mask, int64_t pad) {
+  const int64_t B = grad.size(0), T = grad.size(1), C = grad.size(2), K = taps.kernel_size;
+  torch::Tensor grad_x = torch::full({B, T, C}, std::nan(""), f64());
+  auto o = grad_x.accessor<double, 3>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t s0 = 0; s0 < T; s0 += math::kTileRows)
+      for (int64_t c0 = 0; c0 < C; c0 += math::kTileChannels) {
+        double sums[math::kTileRows][math::kTileChannels] = {};
+        for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
+          const auto tile = tile_of(grad.data_ptr<double>() + b * T * C, row_mask(mask, b, T),
+                                    math::input_grad_tile_first_row(s0, k0, pad), math::kWideTileRows, c0, C, T, C);
+          for (int i = 0; i < math::kTileRows && s0 + i < T; ++i)
+            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
+              sums[i][j] += math::tile_input_grad_sum(tile.data(), kStride, i, j, taps.of(b, c0 + j),
+                                                      taps.tap_row_stride, s0 + i, k0, K, T, pad);
+        }
+        for (int i = 0; i < math::kTileRows && s0 + i < T; ++i)
+          for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
+            o[b][s0 + i][c0 + j] = math::is_real(row_mask(mask, b, T), s0 + i) ? sums[i][j] : 0.0;
+      }
+  return grad_x;
+}
+
+// grouped_weight_grad_kernel with chunks of chunk_length positions (a multiple of kTileRows), the partial sums
+// summed over batch elements and chunks: d loss / d weight per channel, [C, K].
+torch::Tensor sweep_weight_grad(const torch::Tensor& grad, const torch::Tensor& x, const torch::Tensor& mask, int64_t K,
+                                int64_t pad, int64_t chunk_length) {
+  const int64_t B = grad.size(0), T = grad.size(1), C = grad.size(2);
+  torch::Tensor grad_weight = torch::zeros({C, K}, f64());
+  auto o = grad_weight.accessor<double, 2>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t chunk_begin = 0; chunk_begin < T; chunk_begin += chunk_length)
+      for (int64_t c0 = 0; c0 < C; c0 += math::kTileChannels)
+        for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
+          const int64_t t_end = std::min(T, chunk_begin + chunk_length);
+          double sums[math::kTileTaps][math::kTileChannels] = {};
+          for (int64_t t0 = chunk_begin; t0 < t_end; t0 += math::kTileRows) {
+            const bool* m = row_mask(mask, b, T);
+            const auto grad_tile =
+                tile_of(grad.data_ptr<double>() + b * T * C, m, t0, math::kTileRows, c0, C, t_end, C);
+            const auto source_tile =
+                tile_of(x.data_ptr<double>() + b * T * C, m, t0 + k0 - pad, math::kWideTileRows, c0, C, T, C);
+            for (int k = 0; k < math::kTileTaps; ++k)
+              for (int j = 0; j < math::kTileChannels; ++j)
+                sums[k][j] += math::weight_grad_tile_sum(grad_tile.data(), source_tile.data(), kStride, k, j);
+          }
+          for (int k = 0; k < math::kTileTaps && k0 + k < K; ++k)
+            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j) o[c0 + j][k0 + k] += sums[k][j];
+        }
+  return grad_weight;
+}
+
+// dynamic_kernel_grad_kernel: d loss / d kernels [B, T, H, K] (NaN where no block wrote).
+torch::Tensor sweep_kernel_grad(const torch::Tensor& grad, const torch::Tensor& x, const torch::Tensor& mask, int64_t H,
+                                int64_t K, int64_t pad) {
+  const int64_t B = grad.size(0), T = grad.size(1), C = grad.size(2), head_size = C / H;
+  torch::Tensor grad_kernels = torch::full({B, T, H, K}, std::nan(""), f64());
+  auto o = grad_kernels.accessor<double, 4>();
+  for (int64_t b = 0; b < B; ++b)
+    for (int64_t h = 0; h < H; ++h)
+      for (int64_t t0 = 0; t0 < T; t0 += math::kTileRows)
+        for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
+          double sums[math::kTileRows][math::kTileTaps] = {};
+          const int64_t c_end = (h + 1) * head_size;
+          for (int64_t c0 = h * head_size; c0 < c_end; c0 += math::kTileChannels) {
+            const bool* m = row_mask(mask, b, T);
+            const auto grad_tile =
+                tile_of(grad.data_ptr<double>() + b * T * C, m, t0, math::kTileRows, c0, c_end, T, C);
+            const auto source_tile =
+                tile_of(x.data_ptr<double>() + b * T * C, m, t0 + k0 - pad, math::kWideTileRows, c0, c_end, T, C);
+            for (int i = 0; i < math::kTileRows; ++i)
+              for (int k = 0; k < math::kTileTaps; ++k)
+                sums[i][k] += math::kernel_grad_tile_dot(grad_tile.data(), source_tile.data(), i, k, kStride);
+          }
+          for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
+            for (int k = 0; k < math::kTileTaps && k0 + k < K; ++k) o[b][t0 + i][h][k0 + k] = sums[i][k];
+        }
+  return grad_kernels;
+}
+
+// Dynamic conv: the forward, input gradient and kernel gradient tiles against the reference and its autograd, on
+// one tile and on several (T and C past a tile, K past a chunk of taps, heads not a multiple of a chunk).
+TEST(ConvMath, DynamicConvTilesMatchReference) {
+  torch::manual_seed(21);
+  struct Shape {
+    int64_t B, T, C, H;
+  };
+  for (const Shape& shape : {Shape{2, 5, 4, 2}, Shape{2, 45, 140, 2}})
+    for (int64_t K : {1, 4, 7, 33})
+      for (int64_t pad : {K / 2, K - 1}) {
+        const int64_t B = shape.B, T = shape.T, C = shape.C, H = shape.H;
+        auto mask = torch::rand({B, T}) > 0.25;
+        auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
+        auto kern = torch::randn({B, T, H, K}, f64()).requires_grad_(true);
+        auto probe = torch::randn({B, T, C}, f64());
+        auto expected = kernels::reference::dynamic_conv(x, kern, pad, mask);
+        auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, kern});
+        auto xd = x.detach().contiguous(), kd = kern.detach().contiguous();
+        const Taps taps = dynamic_taps(kd, C);
+        const std::string where = "T=" + std::to_string(T) + " C=" + std::to_string(C) + " K=" + std::to_string(K) +
+                                  " pad=" + std::to_string(pad);
+        EXPECT_TRUE(torch::allclose(sweep_forward(xd, taps, {}, mask, pad), expected.detach())) << where;
+        EXPECT_TRUE(torch::allclose(sweep_input_grad(probe, taps, mask, pad), grads[0])) << where;
+        EXPECT_TRUE(torch::allclose(sweep_kernel_grad(probe, xd, mask, H, K, pad), grads[1])) << where;
+      }
+}
+
+// Depthwise (weight [C, K], bias) and lightweight (weight [G, K] shared by C / G channels) convs: the forward,
+// input gradient and weight gradient tiles (in chunks of one and of several tiles of rows) against the reference.
+TEST(ConvMath, GroupedConvTilesMatchReference) {
+  torch::manual_seed(22);
+  struct Shape {
+    int64_t B, T, C;
+  };
+  for (const Shape& shape : {Shape{2, 4, 3}, Shape{2, 45, 40}})
+    for (int64_t K : {2, 3, 9, 33})
+      for (int64_t groups : {shape.C, int64_t{1}}) {
+        const int64_t B = shape.B, T = shape.T, C = shape.C, pad = K / 2;
+        auto mask = torch::rand({B, T}) > 0.25;
+        auto x = torch::randn({B, T, C}, f64()).requires_grad_(true);
+        auto w = torch::randn({groups, K}, f64()).requires_grad_(true);
+        auto bias = torch::randn({C}, f64()).requires_grad_(true);
+        auto probe = torch::randn({B, T, C}, f64());
+        auto expected = groups == C ? kernels::reference::depthwise_conv(x, w, bias, pad, mask)
+                                    : kernels::reference::lightweight_conv(x, w, pad, mask);
+        auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, w}, {}, false, false, true);
+        auto xd = x.detach().contiguous(), wd = w.detach().contiguous();
+        const Taps taps = grouped_taps(wd, C);
+        const torch::Tensor used_bias = groups == C ? bias.detach() : torch::Tensor();
+        const std::string where = "T=" + std::to_string(T) + " K=" + std::to_string(K) + " G=" + std::to_string(groups);
+        EXPECT_TRUE(torch::allclose(sweep_forward(xd, taps, used_bias, mask, pad), expected.detach())) << where;
+        EXPECT_TRUE(torch::allclose(sweep_input_grad(probe, taps, mask, pad), grads[0])) << where;
+        for (int64_t chunk_length : {int64_t{32}, int64_t{64}}) {
+          const torch::Tensor per_channel = sweep_weight_grad(probe, xd, mask, K, pad, chunk_length);
+          const torch::Tensor per_group = per_channel.view({groups, C / groups, K}).sum(1);
+          EXPECT_TRUE(torch::allclose(per_group, grads[1])) << where << " chunk " << chunk_length;
+        }
+      }
 }
 
 TEST(ConvMath, RelativePositionElementsMatchReference) {
@@ -174,59 +310,59 @@ TEST(ConvMath, RelativePositionRowSplitGivesTheBandGradient) {
     }
 }
 
-// The CUDA weight gradient splits T into chunks (conv_weight_grad_range) and sums them: the same as the whole row.
+// The CUDA weight gradient splits T into chunks of whole tiles of rows and sums them: every chunk length gives
+// the whole row's sum over t of grad[t, c] x[t + k - pad, c] (zero at a padded position or a source off the row).
 TEST(ConvMath, WeightGradientChunksSumToTheWholeRow) {
   torch::manual_seed(25);
   const int64_t C = 3;
   for (int64_t T : {1, 7, 33, 100})
     for (int64_t K : {1, 4, 17, 40})
-      for (int64_t pad : {int64_t{0}, K / 2, K - 1})
-        for (int64_t chunk_length : {int64_t{1}, int64_t{5}, int64_t{32}, T}) {
-          const torch::Tensor grad = torch::randn({T, C}, f64()), x = torch::randn({T, C}, f64());
-          torch::Tensor mask = torch::rand({T}) > 0.3;
-          for (int64_t c = 0; c < C; ++c)
-            for (int64_t k = 0; k < K; ++k) {
-              double chunked = 0;
-              for (int64_t t0 = 0; t0 < T; t0 += chunk_length) {
-                chunked += math::conv_weight_grad_range(grad.data_ptr<double>(), x.data_ptr<double>(),
-                                                        mask.data_ptr<bool>(), c, k, t0,
-                                                        std::min(T, t0 + chunk_length), T, C, pad);
-              }
-              EXPECT_NEAR(chunked,
-                          math::conv_weight_grad_element(grad.data_ptr<double>(), x.data_ptr<double>(),
-                                                         mask.data_ptr<bool>(), c, k, T, C, pad),
-                          1e-12)
-                  << "T=" << T << " K=" << K << " pad=" << pad << " chunk " << chunk_length;
-            }
+      for (int64_t pad : {int64_t{0}, K / 2, K - 1}) {
+        const torch::Tensor grad = torch::randn({1, T, C}, f64()), x = torch::randn({1, T, C}, f64());
+        const torch::Tensor mask = torch::rand({1, T}) > 0.3;
+        torch::Tensor expected = torch::zeros({C, K}, f64());
+        for (int64_t k = 0; k < K; ++k)
+          for (int64_t t = 0; t < T; ++t) {
+            const int64_t s = t + k - pad;
+            if (s < 0 || s >= T || !mask[0][t].item<bool>() || !mask[0][s].item<bool>()) continue;
+            expected.index_put_({torch::indexing::Slice(), k},
+                                expected.index({torch::indexing::Slice(), k}) + grad[0][t] * x[0][s]);
+          }
+        for (int64_t chunk_length : {int64_t{32}, int64_t{64}, (T + 31) / 32 * 32}) {
+          EXPECT_TRUE(torch::allclose(sweep_weight_grad(grad, x, mask, K, pad, chunk_length), expected))
+              << "T=" << T << " K=" << K << " pad=" << pad << " chunk " << chunk_length;
         }
+      }
 }
 
-// The CUDA dynamic kernel gradient gives lane l of a warp the channels h d + l, h d + l + 32, ...: the 32 strided
-// sums add up to the head's sum, a plain dot product of the grad row t and the x row t + k - pad (zero off the
-// row or at a masked position), for heads narrower and wider than a warp.
-TEST(ConvMath, LaneStridedTapGradientsSumToTheHeadDotProduct) {
+// The dynamic kernel gradient's tiles: every (t, k) of every head gets the head's dot product of the grad row t
+// and the x row t + k - pad, zero where either is padding or the source is off the row (computed here with ATen),
+// for heads narrower than, as wide as and not a multiple of a chunk, more outputs and taps than one tile, centred
+// and causal padding.
+TEST(ConvMath, KernelGradientTilesGiveEveryTapsHeadDotProduct) {
   torch::manual_seed(26);
-  for (int64_t head_size : {1, 8, 32, 70}) {
-    const int64_t T = 9, H = 2, C = H * head_size, K = 4, pad = 2;
-    const torch::Tensor grad = torch::randn({T, C}, f64()), x = torch::randn({T, C}, f64());
-    const torch::Tensor mask = torch::ones({T}, torch::kBool).index_put_({3}, false);
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t k = 0; k < K; ++k)
-        for (int64_t h = 0; h < H; ++h) {
-          double lanes = 0;
-          for (int64_t lane = 0; lane < 32; ++lane) {
-            lanes += math::conv_tap_grad_element(grad.data_ptr<double>(), x.data_ptr<double>(), mask.data_ptr<bool>(),
-                                                 t, k, h * head_size + lane, (h + 1) * head_size, T, C, pad, 32);
-          }
-          const int64_t s = t + k - pad;
-          double expected = 0;
-          if (s >= 0 && s < T && t != 3 && s != 3) {
-            const auto head = torch::indexing::Slice(h * head_size, (h + 1) * head_size);
-            expected = (grad.index({t, head}) * x.index({s, head})).sum().item<double>();
-          }
-          EXPECT_NEAR(lanes, expected, 1e-12) << "d=" << head_size << " t=" << t << " k=" << k << " h=" << h;
+  for (int64_t head_size : {1, 8, 32, 40, 70})
+    for (int64_t K : {4, 33})
+      for (int64_t T : {9, 45})
+        for (int64_t pad : {K / 2, K - 1}) {
+          const int64_t H = 2, C = H * head_size;
+          const torch::Tensor grad = torch::randn({1, T, C}, f64()), x = torch::randn({1, T, C}, f64());
+          const torch::Tensor mask = torch::ones({1, T}, torch::kBool).index_put_({0, 3}, false);
+          const torch::Tensor tiled = sweep_kernel_grad(grad, x, mask, H, K, pad);
+          for (int64_t t = 0; t < T; ++t)
+            for (int64_t h = 0; h < H; ++h)
+              for (int64_t k = 0; k < K; ++k) {
+                const int64_t s = t + k - pad;
+                double expected = 0;
+                if (s >= 0 && s < T && t != 3 && s != 3) {
+                  const auto head = torch::indexing::Slice(h * head_size, (h + 1) * head_size);
+                  expected = (grad.index({0, t, head}) * x.index({0, s, head})).sum().item<double>();
+                }
+                EXPECT_NEAR(tiled[0][t][h][k].item<double>(), expected, 1e-12)
+                    << "d=" << head_size << " K=" << K << " T=" << T << " pad=" << pad << " t=" << t << " k=" << k
+                    << " h=" << h;
+              }
         }
-  }
 }
 
 }  // namespace
