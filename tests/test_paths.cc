@@ -1,5 +1,8 @@
 #include "tests/test_paths.h"
 
+#include "lib/core/errors.h"
+#include "lib/text/tokenizer.h"
+
 #include <ftw.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -12,9 +15,6 @@
 #include <fstream>
 #include <map>
 #include <sstream>
-
-#include "lib/core/errors.h"
-#include "lib/text/tokenizer.h"
 
 namespace cabert::testing {
 namespace fs = std::filesystem;

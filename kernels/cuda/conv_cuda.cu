@@ -354,9 +354,9 @@ void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at
   const c10::cuda::CUDAGuard device_guard(x.device());
   grad_x = conv_tiles(grad, kernels, dynamic_layout(x, kernels), at::Tensor(), kernels.size(3), pad, mask, true);
   grad_kernels = at::empty_like(kernels);
+  const int64_t row_tiles = row_tiles_of(x).row_tiles;
+  const int64_t tap_tiles = (kernels.size(3) + math::kTileTaps - 1) / math::kTileTaps;
   AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "dynamic_conv_backward_cuda", [&] {
-    const int64_t row_tiles = (x.size(1) + math::kTileRows - 1) / math::kTileRows;
-    const int64_t tap_tiles = (kernels.size(3) + math::kTileTaps - 1) / math::kTileTaps;
     launch_blocks(x.size(0) * kernels.size(2) * row_tiles * tap_tiles, dynamic_kernel_grad_kernel<scalar_t>,
                   grad.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), mask_data(mask), grad_kernels.data_ptr<scalar_t>(),
                   x.size(1), x.size(2), kernels.size(2), kernels.size(3), pad, row_tiles, tap_tiles);

@@ -525,7 +525,7 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
   CABERT_REQUIRE_CUDA();
   const std::string dir = testing::temp_dir();
   const std::string binary = CABERT_BINARY, sample = std::string(CABERT_SOURCE_DIR) + "/recipes/quickstart/data";
-  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(dir, command)); };
+  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(command)); };
   run(binary + " -q tokenize train -i " + sample + "/gutenberg/11-0.txt --input-format gutenberg --vocab-size 300 " +
       "--model-prefix " + dir + "/tok");
   run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
@@ -542,7 +542,7 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
         const std::string model_dir = str(dir, "/", preset, kernels, amp[0] ? "-amp" : "");
         run(str(binary, " pretrain --preset ", preset, " --corpus ", dir, "/corpus --model-dir ", model_dir,
                 " --steps 2 --batch-size 4 --device cuda --kernels ", kernels, amp, settings));
-        losses[index++] = testing::train_losses(dir, model_dir + "/metrics.cabert");
+        losses[index++] = testing::train_losses(model_dir + "/metrics.cabert");
       }
       ASSERT_FALSE(losses[0].empty()) << preset << amp;
       for (size_t i = 0; i < losses[0].size() && i < losses[1].size(); ++i) {

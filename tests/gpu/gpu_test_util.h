@@ -26,13 +26,10 @@
 
 namespace cabert::testing {
 
-// Runs a shell command (tests/test_paths.h's run_command: in a subshell, so a redirection of its own, as in
-// "paste a b | head > dev.tsv", keeps its file); a failure (with the error output) when it fails. `dir` is the
-// test's folder, where the command's output goes: dir/out and dir/err.
-inline ::testing::AssertionResult runs(const std::string& dir, const std::string& command) {
+// Runs a shell command through run_command (tests/test_paths.h: in a subshell, so a redirection of its own, as in
+// "paste a b | head > dev.tsv", keeps its file); a failure (with the error output) when it fails.
+inline ::testing::AssertionResult runs(const std::string& command) {
   const CommandResult result = run_command(command);
-  write_text(dir + "/out", result.out);
-  write_text(dir + "/err", result.err);
   if (result.exit_code == 0) return ::testing::AssertionSuccess();
   return ::testing::AssertionFailure() << command << "\n" << result.err;
 }
@@ -46,11 +43,13 @@ inline std::vector<std::string> lines_of(const std::string& path) {
 
 // The (step, loss) of every training record of a metrics file, in order: pre-training's records of phase
 // "train" (key "loss"), fine-tuning's of kind "TRAIN" (key "train_loss"). Empty when inspect fails.
-inline std::vector<std::pair<int64_t, double>> train_losses(const std::string& dir, const std::string& metrics) {
+inline std::vector<std::pair<int64_t, double>> train_losses(const std::string& metrics) {
   std::vector<std::pair<int64_t, double>> losses;
-  if (!runs(dir, str(CABERT_BINARY, " inspect --json --limit -1 ", metrics))) return losses;
+  const CommandResult inspect = run_command(str(CABERT_BINARY, " inspect --json --limit -1 ", metrics));
+  if (inspect.exit_code != 0) return losses;
   const std::string step_key = "\"step\":\"";
-  for (const std::string& line : lines_of(dir + "/out")) {
+  std::istringstream text(inspect.out);
+  for (std::string line; std::getline(text, line);) {
     for (const auto& [record, key] : {std::pair<std::string, std::string>{"\"phase\":\"train\"", "\"loss\":"},
                                       {"\"kind\":\"TRAIN\"", "\"train_loss\":"}}) {
       const size_t at = line.find(key), step = line.find(step_key);

@@ -38,7 +38,7 @@ TEST(CudaGenerators, ElectraResumedOnCudaContinuesAsTheUninterruptedRun) {
   CABERT_REQUIRE_CUDA();
   const std::string dir = testing::temp_dir(), binary = CABERT_BINARY;
   const std::string sample = std::string(CABERT_SOURCE_DIR) + "/recipes/quickstart/data";
-  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(dir, command)); };
+  auto run = [&](const std::string& command) { ASSERT_TRUE(testing::runs(command)); };
   run(str(binary, " -q tokenize train -i ", sample, "/gutenberg/11-0.txt --input-format gutenberg --vocab-size 300 ",
           "--model-prefix ", dir, "/tok"));
   run(str(binary, " -q build-corpus -m ", dir, "/tok.model -i ", sample, "/gutenberg/11-0.txt --input-format ",
@@ -49,8 +49,8 @@ TEST(CudaGenerators, ElectraResumedOnCudaContinuesAsTheUninterruptedRun) {
   run(str(binary, " -q", common, " --model-dir ", dir, "/full"));
   run(str("mkdir -p ", dir, "/resumed && cp ", dir, "/full/checkpoint-00000002.cabert ", dir, "/resumed/"));
   run(str(binary, " -q", common, " --model-dir ", dir, "/resumed --resume"));
-  const auto full = testing::train_losses(dir, dir + "/full/metrics.cabert");
-  const auto resumed = testing::train_losses(dir, dir + "/resumed/metrics.cabert");
+  const auto full = testing::train_losses(dir + "/full/metrics.cabert");
+  const auto resumed = testing::train_losses(dir + "/resumed/metrics.cabert");
   ASSERT_EQ(full.size(), 4u);
   ASSERT_EQ(resumed.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {

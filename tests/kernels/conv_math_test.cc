@@ -69,10 +69,11 @@ std::vector<double> tile_of(const double* rows, const bool* mask, int64_t first_
 
 const bool* row_mask(const torch::Tensor& mask, int64_t b, int64_t T) { return math::mask_row(mask_ptr(mask), b, T); }
 
-// conv_forward_kernel: out [B, T, C] (NaN where no block wrote).
-torch::Tensor sweep_forward(const torch::Tensor& x, const Taps& taps, const torch::Tensor& bias,
-                            const torch::Tensor& mask, int64_t pad) {
-  const int64_t B = x.size(0), T = x.size(1), C = x.size(2), K = taps.kernel_size;
+// conv_tiles_kernel: the forward of x (input_grad false; bias added at real positions) or the input gradient of
+// grad (true), [B, T, C] (NaN where no block wrote).
+torch::Tensor sweep_tiles(const torch::Tensor& rows, const Taps& taps, const torch::Tensor& bias,
+                          const torch::Tensor& mask, int64_t pad, bool input_grad) {
+  const int64_t B = rows.size(0), T = rows.size(1), C = rows.size(2), K = taps.kernel_size;
   torch::Tensor out = torch::full({B, T, C}, std::nan(""), f64());
   auto o = out.accessor<double, 3>();
   for (int64_t b = 0; b < B; ++b)
@@ -80,12 +81,17 @@ torch::Tensor sweep_forward(const torch::Tensor& x, const Taps& taps, const torc
       for (int64_t c0 = 0; c0 < C; c0 += math::kTileChannels) {
         double sums[math::kTileRows][math::kTileChannels] = {};
         for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
-          const auto tile = tile_of(x.data_ptr<double>() + b * T * C, row_mask(mask, b, T), t0 + k0 - pad,
+          const int64_t first_row = input_grad ? math::input_grad_tile_first_row(t0, k0, pad) : t0 + k0 - pad;
+          const auto tile = tile_of(rows.data_ptr<double>() + b * T * C, row_mask(mask, b, T), first_row,
                                     math::kWideTileRows, c0, C, T, C);
           for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
-            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
-              sums[i][j] += math::tile_output_sum(tile.data(), kStride, i, j, taps.of(b, c0 + j), taps.tap_row_stride,
-                                                  t0 + i, k0, K);
+            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j) {
+              const double* channel_taps = taps.of(b, c0 + j);
+              sums[i][j] += input_grad ? math::tile_input_grad_sum(tile.data(), kStride, i, j, channel_taps,
+                                                                   taps.tap_row_stride, t0 + i, k0, K, T, pad)
+                                       : math::tile_output_sum(tile.data(), kStride, i, j, channel_taps,
+                                                               taps.tap_row_stride, t0 + i, k0, K);
+            }
         }
         for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
           for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j) {
@@ -96,28 +102,19 @@ torch::Tensor sweep_forward(const torch::Tensor& x, const Taps& taps, const torc
   return out;
 }
 
-// conv_input_grad_kernel: grad_x [B, T, C].
-torch::Tensor sweep_input_grad(const torch::Tensor& grad, const Taps& taps, const torch::Tensor& mask, int64_t pad) {
-  const int64_t B = grad.size(0), T = grad.size(1), C = grad.size(2), K = taps.kernel_size;
-  torch::Tensor grad_x = torch::full({B, T, C}, std::nan(""), f64());
-  auto o = grad_x.accessor<double, 3>();
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t s0 = 0; s0 < T; s0 += math::kTileRows)
-      for (int64_t c0 = 0; c0 < C; c0 += math::kTileChannels) {
-        double sums[math::kTileRows][math::kTileChannels] = {};
-        for (int64_t k0 = 0; k0 < K; k0 += math::kTileTaps) {
-          const auto tile = tile_of(grad.data_ptr<double>() + b * T * C, row_mask(mask, b, T),
-                                    math::input_grad_tile_first_row(s0, k0, pad), math::kWideTileRows, c0, C, T, C);
-          for (int i = 0; i < math::kTileRows && s0 + i < T; ++i)
-            for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
-              sums[i][j] += math::tile_input_grad_sum(tile.data(), kStride, i, j, taps.of(b, c0 + j),
-                                                      taps.tap_row_stride, s0 + i, k0, K, T, pad);
-        }
-        for (int i = 0; i < math::kTileRows && s0 + i < T; ++i)
-          for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j)
-            o[b][s0 + i][c0 + j] = math::is_real(row_mask(mask, b, T), s0 + i) ? sums[i][j] : 0.0;
-      }
-  return grad_x;
+// The two tiles of the weight and kernel gradients: grad rows t0 .. (ending at grad_end) and x rows
+// t0 + k0 - pad .., over channels c0 .. c_end - 1 of batch element b.
+struct GradSourceTiles {
+  std::vector<double> grad, source;
+};
+
+GradSourceTiles grad_source_tiles(const torch::Tensor& grad, const torch::Tensor& x, const torch::Tensor& mask,
+                                  int64_t b, int64_t t0, int64_t grad_end, int64_t k0, int64_t pad, int64_t c0,
+                                  int64_t c_end) {
+  const int64_t T = grad.size(1), C = grad.size(2);
+  const bool* m = row_mask(mask, b, T);
+  return {tile_of(grad.data_ptr<double>() + b * T * C, m, t0, math::kTileRows, c0, c_end, grad_end, C),
+          tile_of(x.data_ptr<double>() + b * T * C, m, t0 + k0 - pad, math::kWideTileRows, c0, c_end, T, C)};
 }
 
 // grouped_weight_grad_kernel with chunks of chunk_length positions (a multiple of kTileRows), the partial sums
@@ -134,14 +131,10 @@ torch::Tensor sweep_weight_grad(const torch::Tensor& grad, const torch::Tensor& 
           const int64_t t_end = std::min(T, chunk_begin + chunk_length);
           double sums[math::kTileTaps][math::kTileChannels] = {};
           for (int64_t t0 = chunk_begin; t0 < t_end; t0 += math::kTileRows) {
-            const bool* m = row_mask(mask, b, T);
-            const auto grad_tile =
-                tile_of(grad.data_ptr<double>() + b * T * C, m, t0, math::kTileRows, c0, C, t_end, C);
-            const auto source_tile =
-                tile_of(x.data_ptr<double>() + b * T * C, m, t0 + k0 - pad, math::kWideTileRows, c0, C, T, C);
+            const GradSourceTiles tiles = grad_source_tiles(grad, x, mask, b, t0, t_end, k0, pad, c0, C);
             for (int k = 0; k < math::kTileTaps; ++k)
               for (int j = 0; j < math::kTileChannels; ++j)
-                sums[k][j] += math::weight_grad_tile_sum(grad_tile.data(), source_tile.data(), kStride, k, j);
+                sums[k][j] += math::weight_grad_tile_sum(tiles.grad.data(), tiles.source.data(), kStride, k, j);
           }
           for (int k = 0; k < math::kTileTaps && k0 + k < K; ++k)
             for (int j = 0; j < math::kTileChannels && c0 + j < C; ++j) o[c0 + j][k0 + k] += sums[k][j];
@@ -162,14 +155,10 @@ torch::Tensor sweep_kernel_grad(const torch::Tensor& grad, const torch::Tensor& 
           double sums[math::kTileRows][math::kTileTaps] = {};
           const int64_t c_end = (h + 1) * head_size;
           for (int64_t c0 = h * head_size; c0 < c_end; c0 += math::kTileChannels) {
-            const bool* m = row_mask(mask, b, T);
-            const auto grad_tile =
-                tile_of(grad.data_ptr<double>() + b * T * C, m, t0, math::kTileRows, c0, c_end, T, C);
-            const auto source_tile =
-                tile_of(x.data_ptr<double>() + b * T * C, m, t0 + k0 - pad, math::kWideTileRows, c0, c_end, T, C);
+            const GradSourceTiles tiles = grad_source_tiles(grad, x, mask, b, t0, T, k0, pad, c0, c_end);
             for (int i = 0; i < math::kTileRows; ++i)
               for (int k = 0; k < math::kTileTaps; ++k)
-                sums[i][k] += math::kernel_grad_tile_dot(grad_tile.data(), source_tile.data(), i, k, kStride);
+                sums[i][k] += math::kernel_grad_tile_dot(tiles.grad.data(), tiles.source.data(), i, k, kStride);
           }
           for (int i = 0; i < math::kTileRows && t0 + i < T; ++i)
             for (int k = 0; k < math::kTileTaps && k0 + k < K; ++k) o[b][t0 + i][h][k0 + k] = sums[i][k];
@@ -198,8 +187,8 @@ TEST(ConvMath, DynamicConvTilesMatchReference) {
         const Taps taps = dynamic_taps(kd, C);
         const std::string where = "T=" + std::to_string(T) + " C=" + std::to_string(C) + " K=" + std::to_string(K) +
                                   " pad=" + std::to_string(pad);
-        EXPECT_TRUE(torch::allclose(sweep_forward(xd, taps, {}, mask, pad), expected.detach())) << where;
-        EXPECT_TRUE(torch::allclose(sweep_input_grad(probe, taps, mask, pad), grads[0])) << where;
+        EXPECT_TRUE(torch::allclose(sweep_tiles(xd, taps, {}, mask, pad, false), expected.detach())) << where;
+        EXPECT_TRUE(torch::allclose(sweep_tiles(probe, taps, {}, mask, pad, true), grads[0])) << where;
         EXPECT_TRUE(torch::allclose(sweep_kernel_grad(probe, xd, mask, H, K, pad), grads[1])) << where;
       }
 }
@@ -227,8 +216,8 @@ TEST(ConvMath, GroupedConvTilesMatchReference) {
         const Taps taps = grouped_taps(wd, C);
         const torch::Tensor used_bias = groups == C ? bias.detach() : torch::Tensor();
         const std::string where = "T=" + std::to_string(T) + " K=" + std::to_string(K) + " G=" + std::to_string(groups);
-        EXPECT_TRUE(torch::allclose(sweep_forward(xd, taps, used_bias, mask, pad), expected.detach())) << where;
-        EXPECT_TRUE(torch::allclose(sweep_input_grad(probe, taps, mask, pad), grads[0])) << where;
+        EXPECT_TRUE(torch::allclose(sweep_tiles(xd, taps, used_bias, mask, pad, false), expected.detach())) << where;
+        EXPECT_TRUE(torch::allclose(sweep_tiles(probe, taps, {}, mask, pad, true), grads[0])) << where;
         for (int64_t chunk_length : {int64_t{32}, int64_t{64}}) {
           const torch::Tensor per_channel = sweep_weight_grad(probe, xd, mask, K, pad, chunk_length);
           const torch::Tensor per_group = per_channel.view({groups, C / groups, K}).sum(1);
