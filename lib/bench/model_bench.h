@@ -12,6 +12,7 @@
 #include "formats/model.pb.h"
 #include "lib/bench/run_profile.h"
 #include "lib/ops/conv_ops.h"
+#include "lib/train/optimizer.h"
 
 namespace cabert::bench {
 
@@ -32,6 +33,10 @@ struct ModelBenchConfig {
 // drifts during the run slows every path alike. The fused record carries its training speed-up over the
 // reference when both ran. Throws UsageError when seq exceeds the model's max_length.
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& config);
+
+// The optimizer of the benches' training steps: cabert's AdamW, the one `pretrain` runs (PyTorch's fused kernel,
+// no decay on biases and LayerNorm), at lr 1e-4 with its default betas, eps and weight decay.
+train::AdamWOptions bench_adamw_options();
 
 // The fields every whole-model record starts with (kind "model" or "seq2seq"; float, training with backward).
 pb::BenchRecord model_record(const std::string& kind, const std::string& model_name, const pb::ModelConfig& config,

@@ -14,6 +14,7 @@
 #include "lib/models/summary.h"
 #include "lib/ops/memory_meter.h"
 #include "lib/train/losses.h"
+#include "lib/train/optimizer.h"
 
 namespace cabert::bench {
 
@@ -25,7 +26,7 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   const int64_t B = c.batch, L = c.length, V = c.model.vocab_size();
   torch::manual_seed(c.seed);
   models::Seq2SeqModel model(c.model);
-  torch::optim::AdamW optimizer(model->parameters(), torch::optim::AdamWOptions(1e-4));
+  train::AdamW optimizer(*model, bench_adamw_options());
   torch::Tensor source = torch::randint(5, V, {B, L}, torch::kLong);
   torch::Tensor target = torch::randint(5, V, {B, L}, torch::kLong);
   torch::Tensor mask = torch::ones({B, L}, torch::kBool);

@@ -1,6 +1,6 @@
-// AdamW (decoupled weight decay, Loshchilov & Hutter; same update as torch.optim.AdamW) with weight decay
-// excluded from biases and LayerNorm parameters, and a state that round-trips through checkpoints by
-// parameter name.
+// AdamW (decoupled weight decay, Loshchilov & Hutter; the update of torch.optim.AdamW, on PyTorch's fused kernel)
+// with weight decay excluded from biases and LayerNorm parameters, and a state that round-trips through
+// checkpoints by parameter name.
 #pragma once
 
 #include <torch/torch.h>
@@ -35,6 +35,8 @@ class AdamW {
 
   void set_lr(double lr) { options_.lr = lr; }
   double lr() const { return options_.lr; }
+  // Drops the gradients (torch.optim's zero_grad(set_to_none=True)): the next backward writes them instead of
+  // adding them to zeros, and a parameter that gets none is not updated.
   void zero_grad();
   void step();
   int64_t steps() const { return steps_; }
@@ -46,6 +48,9 @@ class AdamW {
   bool decays(const std::string& name) const;
 
  private:
+  // The update of one parameter in ATen ops (the fused kernel's arithmetic); decay_factor 1 - lr wd, or 1.
+  void step_op_by_op(torch::Tensor& param, const torch::Tensor& grad, torch::Tensor& exp_avg, torch::Tensor& exp_avg_sq,
+                     double decay_factor) const;
   struct Slot {
     std::string name;
     torch::Tensor param, exp_avg, exp_avg_sq;

@@ -1,13 +1,15 @@
 """Training-step time of a Hugging Face masked-LM model, the public baseline of `cabert bench --model`.
 
-    hf_model_step.py HF_DIR --seq 128,512 [--batch 8] [--threads 2] [--repeats 3] [--warmup 1]
+    hf_model_step.py HF_DIR --seq 128,512 [--batch 8] [--threads 2] [--repeats 3] [--warmup 1] [--optimizer fused]
 
 HF_DIR is a `cabert export` of a cabert checkpoint (config.json + model.safetensors), so the architecture is
 exactly the preset's; loaded with transformers' AutoModelForMaskedLM (ConvBertForMaskedLM for convbert-*), in
 training mode (dropout on, as cabert's bench). A step is what `cabert bench --model` times: zero_grad, forward
 with labels (15% of positions predicted, position 1 always), cross-entropy, backward, AdamW(lr 1e-4) step, on
-random ids in [5, vocab) with segments 0 | 1 halves. Prints one JSON object per length: median, quartiles,
-min and max in ms, tokens per second.
+random ids in [5, vocab) with segments 0 | 1 halves. The AdamW is torch's fused kernel by default, as cabert's
+and as transformers' Trainer picks on torch >= 2.8 ("adamw_torch_fused"); `--optimizer loop` takes torch's
+per-tensor loop (the default of torch.optim.AdamW on the CPU, and of this script before 2026-11-28). Prints one
+JSON object per length: median, quartiles, min and max in ms, tokens per second.
 """
 import argparse
 import json
@@ -30,13 +32,14 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1)
+    parser.add_argument("--optimizer", choices=["fused", "loop"], default="fused")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)
     model = transformers.AutoModelForMaskedLM.from_pretrained(args.hf_dir)
     model.train()
     vocab = model.config.vocab_size
-    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-4, fused=args.optimizer == "fused")
     for length in args.seq:
         if length > model.config.max_position_embeddings:
             raise SystemExit(f"--seq {length} exceeds max_position_embeddings {model.config.max_position_embeddings}")
@@ -64,7 +67,7 @@ def main():
         quartiles = statistics.quantiles(times, n=4) if len(times) > 1 else [times[0]] * 3
         median = statistics.median(times)
         print(json.dumps({"model": type(model).__name__, "hf_dir": args.hf_dir, "batch": args.batch, "seq": length,
-                          "threads": args.threads, "median_ms": round(median, 2), "q1_ms": round(quartiles[0], 2),
+                          "threads": args.threads, "optimizer": args.optimizer, "median_ms": round(median, 2), "q1_ms": round(quartiles[0], 2),
                           "q3_ms": round(quartiles[2], 2), "min_ms": round(times[0], 2), "max_ms": round(times[-1], 2),
                           "tokens_per_second": round(args.batch * length / (median / 1000), 1),
                           "torch": torch.__version__, "transformers": transformers.__version__}), flush=True)

@@ -36,6 +36,52 @@ TEST(AdamW, MatchesTheUpdateRuleByHand) {
   }
 }
 
+// Parameters the fused kernel cannot take (a transposed, non-contiguous one) take the same update op by op; a
+// parameter without a gradient is left alone; the decaying and the non-decaying ones are separate fused calls.
+TEST(AdamW, EveryParameterKindTakesTheUpdateRule) {
+  torch::Tensor dense = torch::tensor({{1.0, -2.0}, {0.25, 3.0}}, torch::kDouble).requires_grad_(true);
+  torch::Tensor transposed =
+      torch::tensor({{1.0, 0.25}, {-2.0, 3.0}}, torch::kDouble).t().detach().requires_grad_(true);
+  torch::Tensor bias = torch::tensor({0.5, -1.5}, torch::kDouble).requires_grad_(true);
+  torch::Tensor unused = torch::tensor({7.0}, torch::kDouble).requires_grad_(true);
+  ASSERT_FALSE(transposed.is_contiguous());
+  AdamWOptions options;
+  options.lr = 0.05, options.weight_decay = 0.3, options.eps = 1e-8;
+  AdamW adam({{"dense", dense}, {"transposed", transposed}, {"bias", bias}, {"unused", unused}}, {"bias"}, options);
+  const torch::Tensor target = torch::tensor({{0.5, 1.0}, {-1.0, 2.0}}, torch::kDouble);
+  auto by_hand = [&](torch::Tensor value, bool decay) {  // the closed form of AdamW on the loss below
+    torch::Tensor m = torch::zeros_like(value), v = torch::zeros_like(value);
+    std::vector<torch::Tensor> values;
+    for (int t = 1; t <= 4; ++t) {
+      const torch::Tensor g = 2.0 * (value - target.narrow(0, 0, value.size(0)).reshape(value.sizes())) * value.abs();
+      if (decay) value = value * (1 - 0.05 * 0.3);
+      m = 0.9 * m + 0.1 * g, v = 0.999 * v + 0.001 * g * g;
+      const double c1 = 1 - std::pow(0.9, t), c2 = 1 - std::pow(0.999, t);
+      value = value - 0.05 / c1 * m / (v.sqrt() / std::sqrt(c2) + 1e-8);
+      values.push_back(value);
+    }
+    return values;
+  };
+  const auto dense_values = by_hand(dense.detach().clone(), true);
+  const auto transposed_values = by_hand(transposed.detach().clone(), true);
+  const auto bias_values = by_hand(bias.detach().clone().view({1, 2}), false);
+  auto loss_of = [&](const torch::Tensor& p) {  // gradient 2 (p - target) |p|, as by_hand takes it
+    const torch::Tensor fixed = p.detach().abs();
+    return ((p - target.narrow(0, 0, p.size(0)).reshape(p.sizes())).pow(2) * fixed).sum();
+  };
+  for (int t = 0; t < 4; ++t) {
+    adam.zero_grad();
+    (loss_of(dense) + loss_of(transposed) + loss_of(bias.view({1, 2}))).backward();
+    adam.step();
+    EXPECT_TRUE(torch::allclose(dense.detach(), dense_values[t], 0, 1e-12)) << "step " << t + 1;
+    EXPECT_TRUE(torch::allclose(transposed.detach(), transposed_values[t], 0, 1e-12)) << "step " << t + 1;
+    EXPECT_TRUE(torch::allclose(bias.detach().view({1, 2}), bias_values[t], 0, 1e-12)) << "step " << t + 1;
+  }
+  EXPECT_FALSE(transposed.is_contiguous());
+  EXPECT_EQ(unused.item<double>(), 7.0);
+  EXPECT_EQ(adam.steps(), 4);
+}
+
 TEST(AdamW, NoDecayOnBiasesAndLayerNorm) {
   models::Encoder encoder(config::preset_config("convbert-tiny"));
   AdamW adam(*encoder, {});
