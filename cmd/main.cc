@@ -129,9 +129,10 @@ int run(int argc, char** argv) {
                "On CUDA, let float32 matrix products and convolutions use TF32 tensor cores (faster, 10-bit "
                "mantissas; off: float32 throughout)");
   app.add_option("--cuda-attention", global.cuda_attention,
-                 "CUDA's composite attention in float: regions (PyTorch's fused kernel on the regions beyond the "
-                 "radius; its own dropout masks) or blocks (blocks of query rows; the reference's dropout masks, "
-                 "slower)")
+                 "CUDA's composite attention in float: auto (the reference's T x T scores for problems of at most "
+                 "2^25 score entries B N T^2, where launches bound the fused routes; the regions beyond), regions "
+                 "(PyTorch's fused kernel on the regions beyond the radius; its own dropout masks) or blocks (blocks "
+                 "of query rows; the reference's dropout masks, slower)")
       ->capture_default_str();
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")

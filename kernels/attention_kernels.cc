@@ -1,5 +1,6 @@
 #include "kernels/attention_kernels.h"
 
+#include <algorithm>
 #include <atomic>
 #include <sstream>
 #include <tuple>
@@ -95,7 +96,7 @@ AttentionInputs with_bands(const AttentionInputs& in, const Bands& bands) {
   return banded;
 }
 
-std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kRegions};
+std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kAuto};
 
 }  // namespace
 
@@ -106,9 +107,16 @@ at::Tensor heads_last(const at::Tensor& x) {
 void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
 CudaAttentionRoute cuda_attention_route() { return route; }
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
+  if (name == "auto") return CudaAttentionRoute::kAuto;
   if (name == "regions") return CudaAttentionRoute::kRegions;
   if (name == "blocks") return CudaAttentionRoute::kBlocks;
-  throw UsageError(str("--cuda-attention: expected regions or blocks, got '", name, "'"));
+  throw UsageError(str("--cuda-attention: expected auto, regions or blocks, got '", name, "'"));
+}
+bool cuda_attention_takes_scores(int64_t batch, int64_t heads, int64_t length) {
+  if (route != CudaAttentionRoute::kAuto) return false;
+  // batch heads length^2 <= kAutoScoreEntries, without overflowing for any length
+  const int64_t rows = batch * heads;
+  return rows > 0 && length <= kAutoScoreEntries / rows / std::max<int64_t>(length, 1);
 }
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
@@ -116,7 +124,7 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
   const bool from_weights = c.weights.any();
   if (from_weights) c = with_bands(c, relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
-  AttentionOutputs result = route == CudaAttentionRoute::kRegions && regions::takes(c)
+  AttentionOutputs result = route != CudaAttentionRoute::kBlocks && regions::takes(c)
                                 ? regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q))
                                 : chunked::relative_attention_forward(c);
   if (from_weights) {

@@ -24,7 +24,8 @@
 // products on the strip inside it; its dropout masks its own, see there), kernels/chunked otherwise (double,
 // or a batch row with no real key: blocks of query rows through batched products, linear memory past one
 // block, the reference's Philox masks). The backward takes the forward's route (AttentionOutputs::rng is
-// defined on the regions'). The reference (the test oracle) is kernels/reference/attention_reference.h.
+// defined on the regions'). The reference (the test oracle) is kernels/reference/attention_reference.h; lib/ops
+// hands it the small CUDA problems instead of these entry points (CudaAttentionRoute below).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -76,13 +77,36 @@ struct AttentionGrads {
 // x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.
 at::Tensor heads_last(const at::Tensor& x);
 
-// CUDA's route in float: the regions (PyTorch's fused kernel, the default) or the blocks (kernels/chunked: the
-// reference's dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`).
-enum class CudaAttentionRoute { kRegions, kBlocks };
+// CUDA's route in float: the regions (PyTorch's fused kernel) or the blocks (kernels/chunked: the reference's
+// dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`). kAuto, the
+// default, is the regions here, and lib/ops hands the problems of at most kAutoScoreEntries score entries
+// (B N T^2) to the reference's T x T scores instead (cuda_attention_takes_scores): there launches, not the
+// device, bound the fused routes. Measured fwd+bwd at B=8 N=4 d=64 n=8 (recipes/bench/results/gpu-*.md): at
+// T=512 (2^23 entries) the scores took 0.35x the regions' time on an H100 and 0.4x on an H200; at T=2048
+// (2^27) 1.5x and 1.3x. The bound, 2^25 (T=1024 there; about 0.5 GiB of score tensors in a fwd+bwd), lies below
+// the crossover these points put near T=1400-1500.
+enum class CudaAttentionRoute { kAuto, kRegions, kBlocks };
+inline constexpr int64_t kAutoScoreEntries = int64_t(1) << 25;
 void set_cuda_attention_route(CudaAttentionRoute route);
 CudaAttentionRoute cuda_attention_route();
-// "regions" or "blocks"; anything else is a UsageError naming the accepted values.
+// "auto", "regions" or "blocks"; anything else is a UsageError naming the accepted values.
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name);
+// True when a CUDA problem of these sizes with relative terms takes the reference's T x T scores: the route is
+// kAuto and batch heads length^2 <= kAutoScoreEntries.
+bool cuda_attention_takes_scores(int64_t batch, int64_t heads, int64_t length);
+// The route for a scope (tests, bench rows), the previous one restored after it.
+class ScopedCudaAttentionRoute {
+ public:
+  explicit ScopedCudaAttentionRoute(CudaAttentionRoute route) : previous_(cuda_attention_route()) {
+    set_cuda_attention_route(route);
+  }
+  ~ScopedCudaAttentionRoute() { set_cuda_attention_route(previous_); }
+  ScopedCudaAttentionRoute(const ScopedCudaAttentionRoute&) = delete;
+  ScopedCudaAttentionRoute& operator=(const ScopedCudaAttentionRoute&) = delete;
+
+ private:
+  CudaAttentionRoute previous_;
+};
 
 AttentionOutputs relative_attention_forward(const AttentionInputs& in);
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,

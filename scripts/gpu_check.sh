@@ -231,10 +231,17 @@ for binary in "$build/bin/cabert --version" "$build/tests/cabert_gpu_tests --gte
 done
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv,relpos \
   --seq 512,2048 --kernel 3,17,31 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
-step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa,attention \
-  --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
-step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
-  --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
+# The composite attention's regions route beside the reference (the T x T scores) and SDPA: T=1024 is where
+# --cuda-attention auto switches from the scores to the regions at this B and H (kernels/attention_kernels.h).
+step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention regions bench --device cuda \
+  --op composite-attention,sdpa,attention --seq 512,1024,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 10 --warmup 2
+step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention regions bench --device cuda \
+  --op composite-attention,sdpa --kernels fused --seq 8192 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 5 --warmup 1
+# The default route (auto) on the fused path: the scores up to T=1024 here, the regions beyond.
+step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention --kernels fused \
+  --seq 128,512,1024,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
 # The composite attention's other CUDA route (blocks of query rows), side by side with the regions above.
 step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda --op composite-attention \
   --kernels fused --seq 512,2048,8192 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 5 --warmup 1
@@ -242,9 +249,9 @@ step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --d
 # Where the time goes (bench --profile), the rows' summaries and traces packed into one file of $out.
 profiles=/tmp/cabert-profiles
 rm -rf "$profiles"
-step profile "$out/bench.md" "$build/bin/cabert" bench --device cuda --op composite-attention,sdpa --kernels fused \
-  --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 --backward --repeats 3 --warmup 2 \
-  --profile "$profiles/regions"
+step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention regions bench --device cuda \
+  --op composite-attention,sdpa --kernels fused --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 3 --warmup 2 --profile "$profiles/regions"
 step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda \
   --op composite-attention --kernels fused --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
   --backward --repeats 3 --warmup 2 --profile "$profiles/blocks"

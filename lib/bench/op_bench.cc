@@ -224,14 +224,25 @@ std::string op_bench_description(const std::string& op) {
   if (op == "depthwise") return "depthwise_conv (groups=C) with bias";
   if (op == "composite-attention") {
     // The CUDA route in float is process-wide (--cuda-attention): the description names the one the rows took.
-    const std::string cuda_route =
-        kernels::cuda_attention_route() == kernels::CudaAttentionRoute::kBlocks
-            ? "blocks of query rows, each block's scores whole (kernels/chunked; --cuda-attention blocks)"
-            : "PyTorch's memory-efficient kernel on the regions beyond the radius and banded products on the strip "
-              "inside it (kernels/regions)";
+    const std::string regions =
+        "PyTorch's memory-efficient kernel on the regions beyond the radius and banded products on the strip "
+        "inside it (kernels/regions)";
+    std::string cuda_route;
+    switch (kernels::cuda_attention_route()) {
+      case kernels::CudaAttentionRoute::kBlocks:
+        cuda_route = "blocks of query rows, each block's scores whole (kernels/chunked; --cuda-attention blocks)";
+        break;
+      case kernels::CudaAttentionRoute::kRegions:
+        cuda_route = regions + "; --cuda-attention regions";
+        break;
+      case kernels::CudaAttentionRoute::kAuto:
+        cuda_route =
+            "the reference's T x T scores where B H T^2 <= 2^25, beyond it " + regions + " (--cuda-attention auto)";
+        break;
+    }
     return "composite attention, all relative terms (q.k + q.W^C[r] + beta[r] + k.W^K'[r]) -> softmax -> V, "
-           "radius K/2, no dropout, heads as the models give them; fused, nothing T x T: on the CPU tiled online "
-           "softmax, on CUDA in float " +
+           "radius K/2, no dropout, heads as the models give them; fused: on the CPU tiled online softmax, "
+           "nothing T x T; on CUDA in float " +
            cuda_route;
   }
   if (op == "sdpa") {

@@ -124,9 +124,13 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
     const std::optional<torch::Tensor> keys = mask.defined() ? std::optional(mask.view({B, 1, 1, T})) : std::nullopt;
     return seeded_sdpa(q, k, v, keys, dropout, scale);
   }
-  // cabert's own kernels: on the CPU, and on CUDA in a build with CUDA kernels (their Philox dropout); a CUDA
-  // tensor in a build without them takes SDPA with the relative terms as a bias (quadratic).
-  const bool own_kernel = q.is_cpu() || (q.is_cuda() && kernels::built_with_cuda());
+  // cabert's own kernels: on the CPU, and on CUDA in a build with CUDA kernels (their Philox dropout) unless the
+  // problem is small enough for the reference's T x T scores to be faster there
+  // (kernels::cuda_attention_takes_scores); a CUDA tensor in a build without them takes SDPA with the relative
+  // terms as a bias (quadratic).
+  const bool cuda_kernels = q.is_cuda() && kernels::built_with_cuda();
+  const bool scores = cuda_kernels && kernels::cuda_attention_takes_scores(B, q.size(1), T);
+  const bool own_kernel = (q.is_cpu() || cuda_kernels) && !scores;
   if (fused && own_kernel && needs_float_region({q, k, v, relative.query_weight, relative.beta, relative.key_weight})) {
     // Float32 inside; CUDA's regions still hand PyTorch's fused kernel autocast's dtype.
     const std::optional<at::ScalarType> reduced =
@@ -147,7 +151,7 @@ torch::Tensor attention_with_draw(const torch::Tensor& q, const torch::Tensor& k
   const Bands bands =
       kernels::relative_bands(q, k, weights_of(relative), relative.radius, scale, kernels::band_by_matmul);
   const kernels::AttentionInputs in = attention_inputs(q, k, v, bands, mask, relative.radius, scale, dropout);
-  if (!fused) return kernels::reference::relative_attention(in, probabilities);
+  if (!fused || scores) return kernels::reference::relative_attention(in, probabilities);
   // CUDA without cabert's kernels: the relative terms as SDPA's additive bias (PyTorch's memory-efficient
   // kernel, its dropout).
   torch::Tensor bias = kernels::reference::relative_attention_bias(in).to(q.scalar_type());

@@ -155,6 +155,8 @@ TEST(CudaKernels, ConvOpsMatchTheCpuOverTheCaseGrid) {
 
 TEST(CudaKernels, RelativePositionsAndCompositeAttentionMatchTheCpu) {
   CABERT_REQUIRE_CUDA();
+  // The fused routes themselves: --cuda-attention auto hands problems this small to the reference.
+  const kernels::ScopedCudaAttentionRoute route(kernels::CudaAttentionRoute::kRegions);
   torch::manual_seed(42);
   for (const DtypeCase& dtype : kDtypes) {
     const auto options = torch::TensorOptions().dtype(dtype.dtype);
@@ -331,14 +333,52 @@ TEST(CudaKernels, BlocksRouteKeepsTheReferenceMasksInFloat) {
                            &on_cuda.key_mask}) {
     *t = t->to(cuda0());
   }
-  kernels::set_cuda_attention_route(kernels::CudaAttentionRoute::kBlocks);
-  const kernels::AttentionOutputs blocks = kernels::relative_attention_forward(on_cuda);
-  kernels::set_cuda_attention_route(kernels::CudaAttentionRoute::kRegions);
+  kernels::AttentionOutputs blocks;
+  {
+    const kernels::ScopedCudaAttentionRoute route(kernels::CudaAttentionRoute::kBlocks);
+    blocks = kernels::relative_attention_forward(on_cuda);
+  }
   EXPECT_FALSE(blocks.rng.defined()) << "the blocks took it";
   const kernels::AttentionOutputs cpu = kernels::relative_attention_forward(in);
   EXPECT_TRUE(torch::allclose(blocks.out.cpu(), cpu.out, 1e-4, 1e-4))
       << (blocks.out.cpu() - cpu.out).abs().max().item<double>();
-  EXPECT_TRUE(kernels::relative_attention_forward(on_cuda).rng.defined()) << "the regions are the default";
+  EXPECT_TRUE(kernels::relative_attention_forward(on_cuda).rng.defined())
+      << "the regions are the kernels' route by default (auto)";
+}
+
+// --cuda-attention auto (the default): a problem of at most 2^25 score entries takes the reference's T x T scores
+// on the fused path, so with dropout its output and gradients are the reference path's (the same Philox masks),
+// where the regions' masks are their own; a larger problem takes the regions.
+TEST(CudaKernels, AutoRouteTakesTheReferenceScoresForSmallProblems) {
+  CABERT_REQUIRE_CUDA();
+  ASSERT_EQ(kernels::cuda_attention_route(), kernels::CudaAttentionRoute::kAuto);
+  const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
+  const int64_t B = 2, N = 2, T = 40, d = 16, radius = 4, width = 2 * radius + 1;
+  const torch::Tensor mask = ragged_mask(B, T).to(cuda0());
+  auto op = [&](const std::vector<torch::Tensor>& in) {
+    return ops::composite_attention(in[0], in[1], in[2], {in[3], in[4], in[5], radius}, mask, 0.25, 0.3);
+  };
+  torch::manual_seed(52);
+  const std::vector<torch::Tensor> inputs = {torch::randn({B, N, T, d}, options), torch::randn({B, N, T, d}, options),
+                                             torch::randn({B, N, T, d}, options), torch::randn({width, d}, options),
+                                             torch::randn({N, width}, options),   torch::randn({width, d}, options)};
+  const torch::Tensor probe = torch::randn({B, N, T, d}, options);
+  auto run = [&](KernelPath path) {
+    torch::manual_seed(7);  // the call's dropout seed
+    return run_on_path(path, op, inputs, probe);
+  };
+  const OpRun reference = run(KernelPath::kReference), automatic = run(KernelPath::kFused);
+  EXPECT_TRUE(torch::allclose(automatic.out, reference.out, 1e-5, 1e-6));
+  for (size_t i = 0; i < reference.grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(automatic.grads[i], reference.grads[i], 1e-5, 1e-6)) << "gradient " << i;
+  }
+  OpRun regions;
+  {
+    const kernels::ScopedCudaAttentionRoute route(kernels::CudaAttentionRoute::kRegions);
+    regions = run(KernelPath::kFused);
+  }
+  EXPECT_FALSE(torch::allclose(regions.out, reference.out, 1e-3, 1e-3)) << "the regions draw their own masks";
+  EXPECT_FALSE(kernels::cuda_attention_takes_scores(8, 4, 2048)) << "beyond the bound: the regions";
 }
 
 // Philox dropout: the CUDA kernel drops the same elements as the CPU kernel and scales them alike, in every
@@ -458,6 +498,7 @@ TEST(CudaKernels, Bf16AutocastStaysNearTheFloatResult) {
 // (tensor cores): within bfloat16's tolerance of the float result, and not equal to it.
 TEST(CudaKernels, Bf16AutocastCompositeAttentionStaysNearTheFloatResult) {
   CABERT_REQUIRE_CUDA();
+  const kernels::ScopedCudaAttentionRoute route(kernels::CudaAttentionRoute::kRegions);
   torch::manual_seed(51);
   const auto options = torch::TensorOptions().dtype(torch::kFloat).device(cuda0());
   const int64_t B = 2, N = 4, T = 300, d = 32, radius = 8, width = 2 * radius + 1;
@@ -540,8 +581,9 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
       int index = 0;
       for (const char* kernels : {"fused", "reference"}) {
         const std::string model_dir = str(dir, "/", preset, kernels, amp[0] ? "-amp" : "");
-        run(str(binary, " pretrain --preset ", preset, " --corpus ", dir, "/corpus --model-dir ", model_dir,
-                " --steps 2 --batch-size 4 --device cuda --kernels ", kernels, amp, settings));
+        run(str(binary, " --cuda-attention regions pretrain --preset ", preset, " --corpus ", dir,
+                "/corpus --model-dir ", model_dir, " --steps 2 --batch-size 4 --device cuda --kernels ", kernels, amp,
+                settings));
         losses[index++] = testing::train_losses(model_dir + "/metrics.cabert");
       }
       ASSERT_FALSE(losses[0].empty()) << preset << amp;

@@ -447,5 +447,30 @@ TEST(FusedAttention, BandsFromWeightsAndTheirGradientsMatchAutograd) {
   EXPECT_FALSE(grads.query_band.defined() || grads.key_band.defined());
 }
 
+// CUDA's auto route hands ops the problems of at most 2^25 score entries (B N T^2) for the reference's T x T
+// scores; the other routes never, and a scope restores the route before it.
+TEST(CudaAttentionRoute, AutoTakesTheScoresUpToItsBound) {
+  using kernels::CudaAttentionRoute;
+  ASSERT_EQ(kernels::cuda_attention_route(), CudaAttentionRoute::kAuto) << "the default";
+  EXPECT_TRUE(kernels::cuda_attention_takes_scores(8, 4, 1024));  // 2^25 exactly
+  EXPECT_FALSE(kernels::cuda_attention_takes_scores(8, 4, 1025));
+  EXPECT_TRUE(kernels::cuda_attention_takes_scores(1, 1, 5792));    // 5792^2 = 33,547,264
+  EXPECT_FALSE(kernels::cuda_attention_takes_scores(1, 1, 5793));   // 33,558,849
+  EXPECT_TRUE(kernels::cuda_attention_takes_scores(128, 12, 128));  // 25,165,824
+  EXPECT_FALSE(kernels::cuda_attention_takes_scores(128, 12, 256));
+  EXPECT_FALSE(kernels::cuda_attention_takes_scores(2, 2, int64_t(1) << 40)) << "no overflow";
+  EXPECT_TRUE(kernels::cuda_attention_takes_scores(8, 4, 0));
+  for (CudaAttentionRoute route : {CudaAttentionRoute::kRegions, CudaAttentionRoute::kBlocks}) {
+    const kernels::ScopedCudaAttentionRoute scope(route);
+    EXPECT_EQ(kernels::cuda_attention_route(), route);
+    EXPECT_FALSE(kernels::cuda_attention_takes_scores(8, 4, 16));
+  }
+  EXPECT_EQ(kernels::cuda_attention_route(), CudaAttentionRoute::kAuto) << "restored";
+  EXPECT_EQ(kernels::parse_cuda_attention_route("auto"), CudaAttentionRoute::kAuto);
+  EXPECT_EQ(kernels::parse_cuda_attention_route("regions"), CudaAttentionRoute::kRegions);
+  EXPECT_EQ(kernels::parse_cuda_attention_route("blocks"), CudaAttentionRoute::kBlocks);
+  EXPECT_THROW(kernels::parse_cuda_attention_route("Auto"), UsageError);
+}
+
 }  // namespace
 }  // namespace cabert
