@@ -2,7 +2,8 @@
 # pre-training corpus -> one pre-training run per model -> GLUE fine-tuning (SEEDS seeds per task) -> the table
 # in the papers' layout (mean +- SEM (best) per task, and the GLUE-style average).
 #
-# The including Makefile sets, for the scale being run:
+# The including Makefile sets, for the scale being run (recipes/encoder_scales.mk gives what the two recipes
+# share):
 #   D                 the output folder of this scale (everything is written under it)
 #   PRETRAINED        row names of the pre-trained models; for each row R: PRESET_R (a preset name), and
 #                     optionally SETS_R (extra `--set a.b=v` flags) and OBJECTIVE_R (mlm or electra; default

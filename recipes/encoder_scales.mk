@@ -1,0 +1,77 @@
+# The settings recipes/chang2021 and recipes/convbert2020 share at each scale (SCALE = smoke, small-cpu,
+# paper-small or paper-base). Each recipe includes this file after its own settings for the scale and before
+# its rows (whose presets are named by SIZE). Every setting here is `?=`, so what the command line or the recipe
+# set first (its rows, its model size, its paper's steps, batch and learning rates) stays. It also sets D,
+# the scale's output folder under OUT.
+
+ifeq ($(SCALE),smoke)
+  # Minutes on a laptop or CI: every step on tiny settings and 2 seeds; measures nothing.
+  CORPUS ?= $(SAMPLE_CORPUS)
+  GLUE ?= $(SMOKE_GLUE)
+  TASKS ?= $(SMOKE_TASKS)
+  SIZE ?= tiny
+  SIZE_SETS ?=
+  VOCAB ?= 2000
+  MAX_SENTENCES ?= 100000
+  MAX_LENGTH ?= 32
+  STEPS ?= 20
+  BATCH ?= 8
+  PT_LR ?= 1e-3
+  WARMUP ?= 2
+  EVAL_EVERY ?= 10
+  SAVE_EVERY ?= 10
+  SEEDS ?= 2
+  FT_EPOCHS ?= 1
+  FT_LR ?= 1e-3
+  FT_BATCH ?= 16
+  FT_MAX_LENGTH ?= 32
+  MAX_TRAIN ?= 64
+  POOLING ?= mean
+else ifeq ($(SCALE),small-cpu)
+  # A few hours on 2 CPU cores (`make -j2 small-cpu`): Project Gutenberg books, four GLUE tasks, 3 seeds.
+  CORPUS ?= $(SHARED)/corpus/gutenberg
+  GLUE ?= $(SHARED)/glue
+  TASKS ?= CoLA SST-2 MRPC STS-B
+  SIZE ?= tiny
+  VOCAB ?= 8000
+  MAX_SENTENCES ?= 400000
+  MAX_LENGTH ?= 64
+  STEPS ?= 4000
+  BATCH ?= 32
+  PT_LR ?= 1e-3
+  WARMUP ?= 400
+  EVAL_EVERY ?= 1000
+  SAVE_EVERY ?= 500
+  SEEDS ?= 3
+  FT_EPOCHS ?= 3
+  FT_LR ?=
+  FT_BATCH ?= 32
+  FT_MAX_LENGTH ?= 64
+  MAX_TRAIN ?= 10000
+  POOLING ?= mean
+else ifneq ($(filter paper-%,$(SCALE)),)
+  # The papers' scale on a GPU: their corpus (PAPER_CORPUS), sequence length 128, 10K warm-up steps, all of
+  # GLUE with all its training examples; fine-tuning epochs by task and learning rates of Chang et al. Table 5.
+  CORPUS ?= $(PAPER_CORPUS)
+  GLUE ?= $(SHARED)/glue
+  TASKS ?= CoLA SST-2 MRPC STS-B QQP MNLI QNLI RTE
+  SIZE ?= $(patsubst paper-%,%,$(SCALE))
+  SIZE_SETS ?=
+  VOCAB ?= 30000
+  MAX_SENTENCES ?= 10000000
+  MAX_LENGTH ?= 128
+  WARMUP ?= 10000
+  EVAL_EVERY ?= 10000
+  SAVE_EVERY ?= 10000
+  FT_EPOCHS ?=
+  FT_LR ?=
+  FT_BATCH ?= 32
+  FT_MAX_LENGTH ?= 128
+  MAX_TRAIN ?= 0
+  DEVICE ?= cuda
+endif
+
+ifneq ($(SCALE),)
+  D := $(OUT)/$(SCALE)
+  CORPUS_FORMAT ?= gutenberg
+endif
