@@ -4,9 +4,8 @@
 // float (1e-4); the attention kernel with dropout; Philox dropout bitwise; non-contiguous inputs, a side
 // stream, a second device, bf16 autocast, repeatability, large shapes, and `pretrain --device cuda` with both
 // kernel paths. Every test skips where the build has no CUDA kernels or the machine no CUDA device.
-#include <gtest/gtest.h>
-
 #include <c10/core/DeviceGuard.h>
+#include <gtest/gtest.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>
@@ -15,8 +14,8 @@
 #include <utility>
 
 #include "kernels/attention_kernels.h"
-#include "kernels/chunked/attention_chunked.h"
 #include "kernels/build_info.h"
+#include "kernels/chunked/attention_chunked.h"
 #include "kernels/dropout_kernels.h"
 #include "kernels/reference/attention_reference.h"
 #include "lib/core/errors.h"
@@ -26,6 +25,7 @@
 #include "lib/ops/mixed_precision.h"
 #include "lib/ops/span_dynamic_conv.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/kernels/attention_test_util.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/test_paths.h"
 
@@ -38,8 +38,11 @@ namespace cabert {
 namespace {
 
 using ops::KernelPath;
+using testing::conv_cases;
+using testing::ConvCase;
 using testing::Op;
 using testing::OpRun;
+using testing::ragged_mask;
 using testing::run_on_path;
 
 torch::Device cuda0() { return torch::Device(torch::kCUDA, 0); }
@@ -48,16 +51,6 @@ std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, 
   std::vector<torch::Tensor> out;
   for (const auto& t : tensors) out.push_back(t.defined() ? t.to(device) : t);
   return out;
-}
-
-torch::Tensor ragged_mask(int64_t batch, int64_t length) {
-  auto mask = torch::ones({batch, length}, torch::kBool);
-  for (int64_t b = 0; b + 1 < batch; ++b) {
-    const int64_t real = std::max<int64_t>(1, length - 1 - b);
-    mask.index_put_({b, torch::indexing::Slice(real, torch::indexing::None)}, false);
-  }
-  if (length >= 4) mask.index_put_({0, 1}, false);
-  return mask;
 }
 
 // The op on CUDA (inputs, probe and mask moved there) against the op on the CPU, both on the fused path.
@@ -77,25 +70,6 @@ void expect_cuda_matches_cpu(const std::function<Op(const torch::Device&)>& make
   }
 }
 
-struct ConvCase {
-  int64_t batch, length, kernel_size, pad;
-  bool masked;
-  std::string name() const {
-    return "B=" + std::to_string(batch) + " T=" + std::to_string(length) + " K=" + std::to_string(kernel_size) +
-           " pad=" + std::to_string(pad) + (masked ? " masked" : "");
-  }
-};
-
-std::vector<ConvCase> conv_cases() {
-  std::vector<ConvCase> cases;
-  for (int64_t batch : {1, 3})
-    for (int64_t length : {1, 2, 5, 9, 40})
-      for (int64_t kernel_size : {1, 2, 3, 4, 7, 12, 31})
-        for (int64_t pad : {kernel_size / 2, kernel_size - 1, int64_t{0}})
-          for (bool masked : {false, true}) cases.push_back({batch, length, kernel_size, pad, masked});
-  return cases;
-}
-
 struct DtypeCase {
   torch::Dtype dtype;
   double tolerance;
@@ -109,7 +83,7 @@ TEST(CudaKernels, ConvOpsMatchTheCpuOverTheCaseGrid) {
   const int64_t C = 6, H = 3;
   for (const DtypeCase& dtype : kDtypes) {
     const auto options = torch::TensorOptions().dtype(dtype.dtype);
-    for (const ConvCase& c : conv_cases()) {
+    for (const ConvCase& c : conv_cases({1, 2, 5, 9, 40}, {1, 2, 3, 4, 7, 12, 31})) {
       const torch::Tensor mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
       auto masked_on = [mask](const torch::Device& device) { return mask.defined() ? mask.to(device) : mask; };
       const torch::Tensor probe = torch::randn({c.batch, c.length, C}, options);
@@ -197,16 +171,9 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   CABERT_REQUIRE_CUDA();
   torch::manual_seed(48);
   const auto options = torch::TensorOptions().dtype(torch::kDouble);
-  const int64_t B = 2, N = 3, T = 70, d = 16, radius = 4, width = 2 * radius + 1;
-  kernels::AttentionInputs in;
-  in.q = torch::randn({B, N, T, d}, options);
-  in.k = torch::randn({B, N, T, d}, options);
-  in.v = torch::randn({B, N, T, d}, options);
-  in.query_band = torch::randn({B, N, T, width}, options);
-  in.key_band = torch::randn({B, N, T, width}, options);
+  const int64_t B = 2, N = 3, T = 70, d = 16;
+  kernels::AttentionInputs in = testing::banded_inputs(B, N, T, d, 4, 0.25, options);
   in.key_mask = ragged_mask(B, T);
-  in.radius = radius;
-  in.scale = 0.25;
   in.dropout = {0.3, 99, 5};
   const torch::Tensor dout = torch::randn({B, N, T, d}, options);
   kernels::AttentionInputs on_cuda = in;
@@ -317,16 +284,9 @@ TEST(CudaKernels, RegionAttentionDropoutIsTheReferenceWithItsMask) {
 TEST(CudaKernels, BlocksRouteKeepsTheReferenceMasksInFloat) {
   CABERT_REQUIRE_CUDA();
   torch::manual_seed(50);
-  const int64_t B = 2, N = 2, T = 50, d = 16, radius = 4, width = 2 * radius + 1;
-  kernels::AttentionInputs in;
-  in.q = torch::randn({B, N, T, d});
-  in.k = torch::randn({B, N, T, d});
-  in.v = torch::randn({B, N, T, d});
-  in.query_band = torch::randn({B, N, T, width});
-  in.key_band = torch::randn({B, N, T, width});
+  const int64_t B = 2, N = 2, T = 50, d = 16;
+  kernels::AttentionInputs in = testing::banded_inputs(B, N, T, d, 4, 0.25);
   in.key_mask = ragged_mask(B, T);
-  in.radius = radius;
-  in.scale = 0.25;
   in.dropout = {0.3, 77, 0};
   kernels::AttentionInputs on_cuda = in;
   for (torch::Tensor* t : {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band,

@@ -294,15 +294,8 @@ std::vector<torch::Tensor> expect_thread_count_independent(const kernels::Attent
 TEST(FusedAttention, KernelResultsDoNotDependOnTheThreadCount) {
   torch::manual_seed(27);
   const int64_t batch = 2, heads = 3, length = 300, head_size = 16, radius = 6, width = 2 * radius + 1;
-  kernels::AttentionInputs in;
-  in.q = torch::randn({batch, heads, length, head_size});
-  in.k = torch::randn({batch, heads, length, head_size});
-  in.v = torch::randn({batch, heads, length, head_size});
-  in.query_band = torch::randn({batch, heads, length, width});
-  in.key_band = torch::randn({batch, heads, length, width});
+  kernels::AttentionInputs in = testing::banded_inputs(batch, heads, length, head_size, radius, 0.25);
   in.key_mask = ragged_mask(batch, length);
-  in.radius = radius;
-  in.scale = 0.25;
   in.dropout = {0.2, 1234, 56};
   const std::vector<torch::Tensor> banded = expect_thread_count_independent(in);
   EXPECT_TRUE(banded[5].defined() && banded[6].defined());

@@ -27,18 +27,25 @@ struct AttentionCase {
 
 inline constexpr int64_t kAttentionBatch = 3, kAttentionHeads = 2, kAttentionHeadSize = 8;
 
+// Random contiguous q, k, v [B, N, T, d] and both bands [B, N, T, 2 radius + 1], drawn in that order; no mask,
+// no dropout.
+inline kernels::AttentionInputs banded_inputs(int64_t B, int64_t N, int64_t T, int64_t d, int64_t radius, double scale,
+                                              const torch::TensorOptions& options = {}) {
+  const int64_t width = 2 * radius + 1;
+  kernels::AttentionInputs in;
+  in.q = torch::randn({B, N, T, d}, options);
+  in.k = torch::randn({B, N, T, d}, options);
+  in.v = torch::randn({B, N, T, d}, options);
+  in.query_band = torch::randn({B, N, T, width}, options);
+  in.key_band = torch::randn({B, N, T, width}, options);
+  in.radius = radius;
+  in.scale = scale;
+  return in;
+}
+
 // Long-sequence inputs in float, for the memory tests: B = 1, 4 heads of 16, radius 4, both bands.
 inline kernels::AttentionInputs long_attention_inputs(int64_t length) {
-  const int64_t N = 4, d = 16, width = 9;
-  kernels::AttentionInputs in;
-  in.q = torch::randn({1, N, length, d});
-  in.k = torch::randn({1, N, length, d});
-  in.v = torch::randn({1, N, length, d});
-  in.query_band = torch::randn({1, N, length, width});
-  in.key_band = torch::randn({1, N, length, width});
-  in.radius = 4;
-  in.scale = 0.25;
-  return in;
+  return banded_inputs(1, 4, length, 16, 4, 0.25);
 }
 
 // An output gradient for a case's inputs.

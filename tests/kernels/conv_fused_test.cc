@@ -13,23 +13,13 @@ namespace cabert {
 namespace {
 
 using ops::KernelPath;
+using testing::ConvCase;
 using testing::Op;
 using testing::OpRun;
+using testing::ragged_mask;
 using testing::run_on_path;
 
 torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
-
-// A mask with a real prefix of a different length per batch element (the last one fully real), plus one
-// masked hole in the middle of the first row when it is long enough.
-torch::Tensor ragged_mask(int64_t batch, int64_t length) {
-  auto mask = torch::ones({batch, length}, torch::kBool);
-  for (int64_t b = 0; b + 1 < batch; ++b) {
-    const int64_t real = std::max<int64_t>(1, length - 1 - b);
-    mask.index_put_({b, torch::indexing::Slice(real, torch::indexing::None)}, false);
-  }
-  if (length >= 4) mask.index_put_({0, 1}, false);
-  return mask;
-}
 
 void expect_same(const OpRun& fused, const OpRun& reference, const std::string& where, double tolerance = 1e-10) {
   ASSERT_EQ(fused.out.sizes(), reference.out.sizes()) << where;
@@ -43,29 +33,13 @@ void expect_same(const OpRun& fused, const OpRun& reference, const std::string& 
   }
 }
 
-struct ConvCase {
-  int64_t batch, length, kernel_size, pad;
-  bool masked;
-  std::string name() const {
-    return "B=" + std::to_string(batch) + " T=" + std::to_string(length) + " K=" + std::to_string(kernel_size) +
-           " pad=" + std::to_string(pad) + (masked ? " masked" : "");
-  }
-};
-
-std::vector<ConvCase> conv_cases() {
-  std::vector<ConvCase> cases;
-  for (int64_t batch : {1, 3})
-    for (int64_t length : {1, 2, 5, 9})
-      for (int64_t kernel_size : {1, 2, 3, 4, 7, 12})
-        for (int64_t pad : {kernel_size / 2, kernel_size - 1, int64_t{0}})
-          for (bool masked : {false, true}) cases.push_back({batch, length, kernel_size, pad, masked});
-  return cases;
-}
+// The grid of the fused-vs-reference tests (the GPU tests add T=40 and K=31).
+std::vector<ConvCase> case_grid() { return testing::conv_cases({1, 2, 5, 9}, {1, 2, 3, 4, 7, 12}); }
 
 TEST(FusedConv, LightweightMatchesReference) {
   torch::manual_seed(11);
   const int64_t C = 6, H = 3;
-  for (const ConvCase& c : conv_cases()) {
+  for (const ConvCase& c : case_grid()) {
     auto mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
     Op op = [&](const std::vector<torch::Tensor>& in) { return ops::lightweight_conv(in[0], in[1], c.pad, mask); };
     std::vector<torch::Tensor> inputs = {torch::randn({c.batch, c.length, C}, f64()),
@@ -80,7 +54,7 @@ TEST(FusedConv, DynamicMatchesReference) {
   torch::manual_seed(12);
   for (int64_t H : {1, 2}) {
     const int64_t C = 4;
-    for (const ConvCase& c : conv_cases()) {
+    for (const ConvCase& c : case_grid()) {
       auto mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
       Op op = [&](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], c.pad, mask); };
       std::vector<torch::Tensor> inputs = {torch::randn({c.batch, c.length, C}, f64()),
@@ -96,7 +70,7 @@ TEST(FusedConv, DynamicMatchesReference) {
 TEST(FusedConv, SpanDynamicMatchesReference) {
   torch::manual_seed(16);
   const int64_t C = 4, H = 2;
-  for (const ConvCase& c : conv_cases()) {
+  for (const ConvCase& c : case_grid()) {
     auto mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
     Op op = [&](const std::vector<torch::Tensor>& in) {
       return ops::span_dynamic_conv(in[0], in[1], in[2], in[3], in[4], H, c.pad, mask);
@@ -147,7 +121,7 @@ TEST(FusedConv, DepthwiseMatchesReferenceWithAndWithoutBias) {
   torch::manual_seed(13);
   const int64_t C = 5;
   for (bool with_bias : {true, false}) {
-    for (const ConvCase& c : conv_cases()) {
+    for (const ConvCase& c : case_grid()) {
       auto mask = c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor();
       Op op = [&](const std::vector<torch::Tensor>& in) {
         return ops::depthwise_conv(in[0], in[1], with_bias ? in[2] : torch::Tensor(), c.pad, mask);

@@ -4,7 +4,10 @@
 
 #include <torch/torch.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -67,6 +70,40 @@ inline double max_finite_difference_error(const Op& op, const std::vector<torch:
     }
   }
   return worst;
+}
+
+// A mask with a real prefix of a different length per batch element (the last one fully real), plus one
+// masked hole in the middle of the first row when it is long enough.
+inline torch::Tensor ragged_mask(int64_t batch, int64_t length) {
+  auto mask = torch::ones({batch, length}, torch::kBool);
+  for (int64_t b = 0; b + 1 < batch; ++b) {
+    const int64_t real = std::max<int64_t>(1, length - 1 - b);
+    mask.index_put_({b, torch::indexing::Slice(real, torch::indexing::None)}, false);
+  }
+  if (length >= 4) mask.index_put_({0, 1}, false);
+  return mask;
+}
+
+// The convolution tests' case grid: B = 1 and 3, by the given lengths and kernel sizes, each with pads K/2, K-1
+// and 0, without and with a ragged mask.
+struct ConvCase {
+  int64_t batch, length, kernel_size, pad;
+  bool masked;
+  std::string name() const {
+    return "B=" + std::to_string(batch) + " T=" + std::to_string(length) + " K=" + std::to_string(kernel_size) +
+           " pad=" + std::to_string(pad) + (masked ? " masked" : "");
+  }
+};
+
+inline std::vector<ConvCase> conv_cases(std::initializer_list<int64_t> lengths,
+                                        std::initializer_list<int64_t> kernel_sizes) {
+  std::vector<ConvCase> cases;
+  for (int64_t batch : {1, 3})
+    for (int64_t length : lengths)
+      for (int64_t kernel_size : kernel_sizes)
+        for (int64_t pad : {kernel_size / 2, kernel_size - 1, int64_t{0}})
+          for (bool masked : {false, true}) cases.push_back({batch, length, kernel_size, pad, masked});
+  return cases;
 }
 
 }  // namespace cabert::testing
