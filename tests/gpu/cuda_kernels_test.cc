@@ -4,8 +4,9 @@
 // float (1e-4); the attention kernel with dropout; Philox dropout bitwise; non-contiguous inputs, a side
 // stream, a second device, bf16 autocast, repeatability, large shapes, and `pretrain --device cuda` with both
 // kernel paths. Every test skips where the build has no CUDA kernels or the machine no CUDA device.
-#include <c10/core/DeviceGuard.h>
 #include <gtest/gtest.h>
+
+#include <c10/core/DeviceGuard.h>
 #include <torch/cuda.h>
 
 #include <cstdlib>

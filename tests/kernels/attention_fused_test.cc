@@ -105,8 +105,9 @@ struct AttentionCase {
   }
 };
 
-// A real prefix of a different length per batch element (the last fully real) and a hole in the first.
-torch::Tensor ragged_mask(int64_t batch, int64_t length) {
+// A real prefix of a different length per batch element (about two thirds of T, the last fully real) and a hole
+// in the first (testing::ragged_mask, of the conv tests, pads only the last b + 1 positions of row b).
+torch::Tensor two_thirds_ragged_mask(int64_t batch, int64_t length) {
   auto mask = torch::ones({batch, length}, torch::kBool);
   for (int64_t b = 0; b + 1 < batch; ++b) {
     mask.index_put_({b, torch::indexing::Slice(std::max<int64_t>(1, length * 2 / 3 - b), torch::indexing::None)},
@@ -125,7 +126,7 @@ struct AttentionProblem {
 };
 
 AttentionProblem make_problem(const AttentionCase& c, torch::Dtype dtype = torch::kDouble) {
-  AttentionProblem problem{c, c.masked ? ragged_mask(c.batch, c.length) : torch::Tensor(), {}, {}};
+  AttentionProblem problem{c, c.masked ? two_thirds_ragged_mask(c.batch, c.length) : torch::Tensor(), {}, {}};
   const auto options = torch::TensorOptions().dtype(dtype);
   const int64_t width = 2 * c.radius + 1;
   for (int i = 0; i < 3; ++i) problem.inputs.push_back(torch::randn({c.batch, c.heads, c.length, c.head_size}, options));
@@ -295,7 +296,7 @@ TEST(FusedAttention, KernelResultsDoNotDependOnTheThreadCount) {
   torch::manual_seed(27);
   const int64_t batch = 2, heads = 3, length = 300, head_size = 16, radius = 6, width = 2 * radius + 1;
   kernels::AttentionInputs in = testing::banded_inputs(batch, heads, length, head_size, radius, 0.25);
-  in.key_mask = ragged_mask(batch, length);
+  in.key_mask = two_thirds_ragged_mask(batch, length);
   in.dropout = {0.2, 1234, 56};
   const std::vector<torch::Tensor> banded = expect_thread_count_independent(in);
   EXPECT_TRUE(banded[5].defined() && banded[6].defined());
@@ -379,7 +380,7 @@ TEST(FusedAttention, WeightsGiveWhatTheirBandsGive) {
         if (terms.query) weighted.weights.query = torch::randn({width, d}, f64());
         if (terms.beta) weighted.weights.beta = torch::randn({N, width}, f64());
         if (terms.key) weighted.weights.key = torch::randn({width, d}, f64());
-        weighted.key_mask = ragged_mask(B, length);
+        weighted.key_mask = two_thirds_ragged_mask(B, length);
         weighted.radius = radius;
         weighted.scale = 0.37;
         weighted.dropout = {dropout, 0x5eed, 3};
