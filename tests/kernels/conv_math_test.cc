@@ -1,7 +1,8 @@
 // The maths that the CUDA kernels run (kernels/conv_math.h), executed on the CPU exactly as the CUDA blocks and
 // threads index it, against the reference ops and their autograd gradients: the convolutions' tiles swept as the
 // blocks sweep them, and the relative-position elements. This is how the CUDA arithmetic is tested on a machine
-// without a GPU (the launches themselves, thread mapping and barriers, are tested by tests/gpu).
+// without a GPU (the kernels themselves, thread mapping and barriers, are run on the CPU by
+// conv_cuda_emulated_test.cc and on a device by tests/gpu).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -36,11 +37,11 @@ TEST(ConvMath, TapRangesCoverExactlyTheInRangeSources) {
         }
 }
 
-// ---- The convolutions' tiles, swept as kernels/cuda/conv_cuda.cu's blocks sweep them ----
+// ---- The convolutions' tiles, swept as kernels/cuda/conv_cuda_kernels.cuh's blocks sweep them ----
 
 constexpr int kStride = math::kTileChannels + 1;  // the CUDA kernels pad their tile rows so
 
-// The taps of channel c of batch element b, as conv_cuda.cu's TapLayout gives them: weights [G, K] (batch_stride
+// The taps of channel c of batch element b, as conv_cuda_kernels.cuh's TapLayout gives them: weights [G, K] (batch_stride
 // 0, group_size C / G, tap_row_stride 0) or kernels [B, T, H, K] (T H K, C / H, H K).
 struct Taps {
   const double* weights;
