@@ -2,7 +2,7 @@
 // run on the CPU by tests/kernels/conv_math_test.cc against the reference, so that the CUDA arithmetic is tested
 // on a machine without a GPU: the convolutions' tiles (the kernels' blocks) and the relative-position elements.
 // The kernels themselves (kernels/cuda/conv_cuda_kernels.cuh) run on the CPU too, through
-// tests/kernels/cuda_emulator.h (tests/kernels/conv_cuda_emulated_test.cc).
+// tests/kernels/cuda_emulator.h (tests/kernels/cuda_kernels_emulated_test.cc).
 //
 // Conventions: a "row" is one batch element of x, [T, C] contiguous; mask is that batch element's [T] bool
 // row or nullptr (no mask). Output t reads source s = t + k - pad for tap k = 0..K-1. The taps of channel c are

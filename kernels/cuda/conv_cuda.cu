@@ -3,27 +3,13 @@
 // tests/kernels/cuda_emulator.h). Every entry point first makes its input's device current (CUDAGuard), so that its
 // allocations, its launches and getCurrentCUDAStream() all refer to that device (a tensor on cuda:1 with cuda:0
 // current); every launch is checked.
-#include <ATen/cuda/CUDAContext.h>
-#include <c10/cuda/CUDAException.h>
 #include <c10/cuda/CUDAGuard.h>
 
 #include "kernels/cuda/conv_cuda.h"
 #include "kernels/cuda/conv_cuda_kernels.cuh"
+#include "kernels/cuda/cuda_launcher.cuh"
 
 namespace cabert::kernels::cuda {
-namespace {
-
-struct CudaLauncher {
-  static constexpr int64_t kMaxBlocks = 65535;
-  static constexpr int64_t kFillBlocks = 2048;
-  template <typename Kernel, typename... Args>
-  static void run(int blocks, int threads, Kernel kernel, Args... args) {
-    kernel<<<blocks, threads, 0, at::cuda::getCurrentCUDAStream()>>>(args...);
-    C10_CUDA_KERNEL_LAUNCH_CHECK();
-  }
-};
-
-}  // namespace
 
 at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t pad,
                                 const at::Tensor& mask) {

@@ -1,6 +1,6 @@
 // The CUDA kernels of the convolution-branch ops and the host code that launches them, in one header that two
 // compilers take: nvcc for kernels/cuda/conv_cuda.cu (launches on the current CUDA stream) and the host compiler for
-// tests/kernels/conv_cuda_emulated_test.cc, which includes tests/kernels/cuda_emulator.h first and runs these same
+// tests/kernels/cuda_kernels_emulated_test.cc, which includes tests/kernels/cuda_emulator.h first and runs these same
 // kernels on the CPU, threads, shared memory and barriers included. The host code takes a Launcher:
 // Launcher::run(blocks, threads, kernel, args...) runs kernel<<<blocks, threads>>>(args...); a grid has at most
 // Launcher::kMaxBlocks blocks (the kernels' grid-stride loops take the rest); Launcher::kFillBlocks blocks fill the

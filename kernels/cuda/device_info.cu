@@ -18,7 +18,9 @@ std::vector<CudaDevice> cuda_devices() {
   return devices;
 }
 
-void reset_cuda_peak_memory(int device) { c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device)); }
+void reset_cuda_peak_memory(int device) {
+  c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+}
 
 int64_t cuda_peak_memory_bytes(int device) {
   const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));

@@ -2,7 +2,7 @@
 // threads index it, against the reference ops and their autograd gradients: the convolutions' tiles swept as the
 // blocks sweep them, and the relative-position elements. This is how the CUDA arithmetic is tested on a machine
 // without a GPU (the kernels themselves, thread mapping and barriers, are run on the CPU by
-// conv_cuda_emulated_test.cc and on a device by tests/gpu).
+// cuda_kernels_emulated_test.cc and on a device by tests/gpu).
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,8 +1,9 @@
-// The CUDA kernels of kernels/cuda/conv_cuda_kernels.cuh, their own source and host code, run on the CPU through
+// The CUDA kernels of kernels/cuda/*_kernels.cuh, their own source and host code, run on the CPU through
 // tests/kernels/cuda_emulator.h (fibers for threads, real barriers and warp shuffles) against the fused CPU kernels
-// (whose agreement with the reference the other kernel tests establish): the tiles' thread mapping, shared memory
-// and barriers, which conv_math_test.cc (the tiles' maths, replayed) cannot see, are tested without a GPU. Also the
-// emulator itself: a missing barrier gives a wrong result, a barrier some threads skip fails the launch.
+// (whose agreement with the reference the other kernel tests establish): the conv tiles' thread mapping, shared
+// memory and barriers, which conv_math_test.cc (the tiles' maths, replayed) cannot see, and the dropout kernel's
+// grid-stride walk over Philox blocks (bitwise), are tested without a GPU. Also the emulator itself: a missing
+// barrier gives a wrong result, a barrier some threads skip fails the launch.
 #include <gtest/gtest.h>
 
 #include <torch/torch.h>
@@ -13,11 +14,14 @@
 #include <vector>
 
 #include "kernels/cpu/conv_cpu.h"
+#include "kernels/cpu/dropout_cpu.h"
+#include "kernels/dropout_kernels.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cuda_emulator.h"
 
-// After the emulator, which defines the CUDA keywords and built-ins that it uses.
+// After the emulator, which defines the CUDA keywords and built-ins that they use.
 #include "kernels/cuda/conv_cuda_kernels.cuh"
+#include "kernels/cuda/dropout_cuda_kernels.cuh"
 
 namespace cabert {
 namespace {
@@ -29,7 +33,7 @@ namespace emulated = kernels::cuda::impl;
 // several tiles (the grid-stride loops) and every chunk several tiles of rows, which on a GPU only very large
 // shapes do.
 template <typename Launcher>
-class ConvCudaEmulated : public ::testing::Test {};
+class CudaKernelsEmulated : public ::testing::Test {};
 using GpuSizedGrid = testing::cuda_emulator::EmulatedLauncher<>;
 using ThreeBlocks = testing::cuda_emulator::EmulatedLauncher<3, 1>;
 using Launchers = ::testing::Types<GpuSizedGrid, ThreeBlocks>;
@@ -39,7 +43,7 @@ struct LauncherNames {
     return std::is_same_v<Launcher, GpuSizedGrid> ? "GpuSizedGrid" : "ThreeBlocks";
   }
 };
-TYPED_TEST_SUITE(ConvCudaEmulated, Launchers, LauncherNames);
+TYPED_TEST_SUITE(CudaKernelsEmulated, Launchers, LauncherNames);
 
 constexpr int64_t kChannels = 40;  // one whole tile of 32 channels and a partial one
 
@@ -63,7 +67,7 @@ torch::Tensor mask_of(const ConvCase& c) {
   return c.masked ? testing::ragged_mask(c.batch, c.length) : torch::Tensor();
 }
 
-TYPED_TEST(ConvCudaEmulated, GroupedConvMatchesTheCpuKernels) {
+TYPED_TEST(CudaKernelsEmulated, GroupedConvMatchesTheCpuKernels) {
   torch::manual_seed(11);
   for (torch::ScalarType dtype : {torch::kDouble, torch::kFloat}) {
     const auto options = torch::TensorOptions().dtype(dtype);
@@ -88,7 +92,7 @@ TYPED_TEST(ConvCudaEmulated, GroupedConvMatchesTheCpuKernels) {
   }
 }
 
-TYPED_TEST(ConvCudaEmulated, DynamicConvMatchesTheCpuKernels) {
+TYPED_TEST(CudaKernelsEmulated, DynamicConvMatchesTheCpuKernels) {
   torch::manual_seed(12);
   for (torch::ScalarType dtype : {torch::kDouble, torch::kFloat}) {
     const auto options = torch::TensorOptions().dtype(dtype);
@@ -113,7 +117,7 @@ TYPED_TEST(ConvCudaEmulated, DynamicConvMatchesTheCpuKernels) {
 
 // The expansion (a thread per score) and the reduction (a warp per score row: its tails summed by 32 lanes and
 // warp shuffles), rows longer than a warp, radius 0, inside and past T, with the band or beta alone.
-TYPED_TEST(ConvCudaEmulated, RelativePositionKernelsMatchTheCpuKernels) {
+TYPED_TEST(CudaKernelsEmulated, RelativePositionKernelsMatchTheCpuKernels) {
   torch::manual_seed(13);
   const int64_t batch = 2, heads = 3, length = 45;
   for (int64_t radius : {0, 3, 50}) {
@@ -129,6 +133,27 @@ TYPED_TEST(ConvCudaEmulated, RelativePositionKernelsMatchTheCpuKernels) {
     const torch::Tensor grad = torch::randn({batch, heads, length, length}, torch::kDouble);
     expect_close(emulated::relpos_reduce<TypeParam>(grad, radius), kernels::cpu::relpos_reduce(grad, radius), 1e-12,
                  "reduce radius " + std::to_string(radius));
+  }
+}
+
+// Bitwise the CPU kernel's result, in every dtype: whole tensors, a block of queries of [3, 37, 37] probabilities
+// (runs of 407 indices 1,369 apart, starting inside a counter block), 4,101 runs of one element 3 apart.
+TYPED_TEST(CudaKernelsEmulated, PhiloxDropoutMatchesTheCpuKernelBitwise) {
+  torch::manual_seed(14);
+  const kernels::DropoutDraw draw{0.4, 0x0123456789abcdefull, 3};
+  struct Case {
+    std::vector<int64_t> sizes;
+    kernels::DrawIndex index;
+  };
+  const std::vector<Case> cases = {{{5}, {}}, {{3, 37, 37}, {}}, {{3, 11, 37}, {5 * 37, 37 * 37}}, {{4101, 1}, {2, 3}}};
+  for (torch::ScalarType dtype : {torch::kDouble, torch::kFloat, torch::kHalf, torch::kBFloat16}) {
+    for (const Case& c : cases) {
+      const torch::Tensor x = torch::randn(c.sizes, torch::kDouble).to(dtype);
+      const kernels::DrawRuns runs = kernels::draw_runs(x.sizes(), c.index);
+      EXPECT_TRUE(
+          torch::equal(emulated::philox_dropout<TypeParam>(x, draw, runs), kernels::cpu::philox_dropout(x, draw, runs)))
+          << x.sizes() << " first " << c.index.first << " " << c10::toString(dtype);
+    }
   }
 }
 
@@ -175,7 +200,7 @@ TEST(CudaEmulator, ABarrierSomeThreadsSkipFailsTheLaunch) {
     const std::string message = e.what();
     EXPECT_NE(message.find("block 0 of 1: deadlock: threads 0, 1, 2 wait at __syncthreads() at "), std::string::npos)
         << message;
-    EXPECT_NE(message.find("conv_cuda_emulated_test.cc:"), std::string::npos) << message;
+    EXPECT_NE(message.find("cuda_kernels_emulated_test.cc:"), std::string::npos) << message;
     EXPECT_NE(message.find("threads 3, 4, 5, 6, 7, 8, 9, 10, ... (37 threads) have ended"), std::string::npos)
         << message;
   }
