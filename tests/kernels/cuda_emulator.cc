@@ -43,11 +43,11 @@ struct Site {
 
 struct Fiber {
   ucontext_t context;
-  std::unique_ptr<char[]> stack;
+  char* stack = nullptr;  // kStackBytes from fiber_stacks()
   Dim3 index;
   State state = State::kRunnable;
-  Site site;           // the barrier or shuffle it waits at
-  uint64_t published;  // its value in a shuffle
+  Site site;               // the barrier or shuffle it waits at
+  uint64_t published = 0;  // its value in a shuffle
   int source_lane = 0;
   uint64_t received = 0;
   std::string error;
@@ -64,6 +64,14 @@ struct Grid {
 };
 
 thread_local Grid* active = nullptr;
+
+// The first `count` fiber stacks of this thread, kept from launch to launch (a test makes hundreds of launches of
+// 256 threads; launches do not nest, so no two grids share one).
+const std::vector<std::unique_ptr<char[]>>& fiber_stacks(size_t count) {
+  static thread_local std::vector<std::unique_ptr<char[]>> stacks;
+  while (stacks.size() < count) stacks.emplace_back(new char[kStackBytes]);
+  return stacks;
+}
 
 void start_switch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const void* bottom,
                   [[maybe_unused]] size_t size) {
@@ -112,7 +120,7 @@ void fiber_main() {
 void resume(Grid& g, Fiber& f) {
   g.current = &f;
   void* fake_stack = nullptr;
-  start_switch(&fake_stack, f.stack.get(), kStackBytes);
+  start_switch(&fake_stack, f.stack, kStackBytes);
   swapcontext(&g.scheduler, &f.context);
   finish_switch(fake_stack, nullptr, nullptr);
   g.current = nullptr;
@@ -188,17 +196,20 @@ bool release_barrier(Grid& g) {
   fail(g, what);
 }
 
+// A fiber that starts in fiber_main on its own stack (getcontext returns once here: the context it saves is
+// replaced by makecontext's before anything resumes it).
+void start_fiber(Fiber& f, unsigned index) {
+  f.index = Dim3{index, 0, 0};
+  f.state = State::kRunnable;
+  getcontext(&f.context);
+  f.context.uc_stack.ss_sp = f.stack;
+  f.context.uc_stack.ss_size = kStackBytes;
+  f.context.uc_link = nullptr;
+  makecontext(&f.context, fiber_main, 0);
+}
+
 void run_block(Grid& g) {
-  for (size_t i = 0; i < g.fibers.size(); ++i) {
-    Fiber& f = g.fibers[i];
-    f.index = Dim3{static_cast<unsigned>(i), 0, 0};
-    f.state = State::kRunnable;
-    getcontext(&f.context);
-    f.context.uc_stack.ss_sp = f.stack.get();
-    f.context.uc_stack.ss_size = kStackBytes;
-    f.context.uc_link = nullptr;
-    makecontext(&f.context, fiber_main, 0);
-  }
+  for (size_t i = 0; i < g.fibers.size(); ++i) start_fiber(g.fibers[i], static_cast<unsigned>(i));
   bool forward = true;
   do {
     do {
@@ -256,11 +267,12 @@ void run_grid(Dim3 grid, Dim3 block, const std::function<void()>& thread_body) {
   g.block = block;
   g.body = &thread_body;
   g.fibers.resize(block.x);
-  for (Fiber& f : g.fibers) f.stack.reset(new char[kStackBytes]);
   struct Active {
     explicit Active(Grid* g) { active = g; }
     ~Active() { active = nullptr; }
   } scope(&g);
+  const auto& stacks = fiber_stacks(g.fibers.size());
+  for (size_t i = 0; i < g.fibers.size(); ++i) g.fibers[i].stack = stacks[i].get();
   for (unsigned b = 0; b < grid.x; ++b) {
     g.block_index = Dim3{b, 0, 0};
     run_block(g);
