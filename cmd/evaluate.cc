@@ -6,14 +6,13 @@
 #include <map>
 #include <memory>
 
-#include <nlohmann/json.hpp>
-
 #include "cmd/commands.h"
 #include "cmd/compute_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/numbers.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
+#include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/eval/predict_split.h"
 #include "lib/eval/summary.h"
 #include "lib/eval/task_model_loader.h"
@@ -118,13 +117,7 @@ void run_translation_evaluate(const EvaluateCommand& command, torch::Device devi
   if (!command.unmatched_label.empty()) {
     throw UsageError(str("--unmatched-label: for text-to-text models; ", command.model, " is a translation model"));
   }
-  std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
-  if (!fs::exists(tokenizer_path)) {
-    throw UsageError(
-        str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
-  }
-  text::Tokenizer tokenizer(tokenizer_path);
-  eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
+  const text::Tokenizer tokenizer = eval::open_checkpoint_tokenizer(loaded.info, command.model, command.tokenizer);
   auto limit = [&](const char* key) {
     auto found = metadata.find(key);
     return found == metadata.end() ? 256
@@ -236,30 +229,6 @@ void run_summarize(const EvaluateCommand& command) {
   }
 }
 
-std::string predictions_text(const eval::SplitPredictions& predictions, const tasks::TaskDefinition& definition) {
-  std::string text;
-  if (definition.kind == tasks::TaskKind::kSpan) {
-    nlohmann::ordered_json json = nlohmann::ordered_json::object();  // the official scripts' {id: answer}
-    for (size_t i = 0; i < predictions.ids.size(); ++i) json[predictions.ids[i]] = predictions.predictions[i];
-    text = json.dump(2) + "\n";
-  } else if (!predictions.labeled) {
-    text = "index\tprediction\n";  // GLUE submission format
-    for (size_t i = 0; i < predictions.ids.size(); ++i) text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\n";
-  } else {
-    text = "id\tprediction\tgold\tscores\n";
-    for (size_t i = 0; i < predictions.ids.size(); ++i) {
-      std::string scores;
-      for (float score : predictions.scores[i]) {
-        char buffer[32];
-        std::snprintf(buffer, sizeof buffer, "%.4f", score);
-        scores += (scores.empty() ? "" : ",") + std::string(buffer);
-      }
-      text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores + "\n";
-    }
-  }
-  return text;
-}
-
 void run_evaluate(const EvaluateCommand& command) {
   if (command.model.empty()) throw UsageError("--model CKPT is required (or --summarize METRICS...)");
   if (command.data.empty()) throw UsageError("--data FILE is required");
@@ -307,12 +276,7 @@ void run_evaluate(const EvaluateCommand& command) {
                            "'s labels (", joined(definition.labels), ")"));
     }
   }
-  std::string tokenizer_path = command.tokenizer.empty() ? loaded.info.tokenizer() : command.tokenizer;
-  if (!fs::exists(tokenizer_path)) {
-    throw UsageError(str(command.model, " names tokenizer '", tokenizer_path, "', which is not there; pass --tokenizer"));
-  }
-  text::Tokenizer tokenizer(tokenizer_path);
-  eval::check_tokenizer_matches(tokenizer, loaded.info, command.model);
+  const text::Tokenizer tokenizer = eval::open_checkpoint_tokenizer(loaded.info, command.model, command.tokenizer);
 
   std::vector<std::string> files;
   for (const auto& path : command.data) {
@@ -377,7 +341,9 @@ void run_evaluate(const EvaluateCommand& command) {
     if (text_to_text && !predictions.labeled && !command.predictions.empty()) {
       eval::submission_labels_only(&predictions, definition, command.unmatched_label, path);
     }
-    if (!target.empty()) outputs.push_back({target, predictions_text(predictions, definition), predictions.ids.size()});
+    if (!target.empty()) {
+      outputs.push_back({target, eval::predictions_file_text(predictions, definition), predictions.ids.size()});
+    }
     if (!predictions.labeled) {
       std::printf("| %s | %s | %zu | - | unlabelled (test) file: predictions only |\n", split.metrics_task.c_str(),
                   path.c_str(), split.size());

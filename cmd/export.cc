@@ -9,7 +9,7 @@
 #include "cmd/commands.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
-#include "lib/eval/task_model_loader.h"
+#include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/interop/export_model.h"
 #include "lib/interop/import_model.h"
 #include "lib/pictures/curve_pictures.h"
@@ -45,15 +45,9 @@ void draw_pictures(const ExportFlags& flags) {
     std::map<std::string, torch::Tensor> tensors = interop::model_tensors(checkpoint);
     for (auto& figure : pictures::kernel_figures(checkpoint.info.model(), tensors, name)) figures.push_back(figure);
     if (!flags.sentence.empty()) {
-      const std::string tokenizer_path = flags.tokenizer.empty() ? checkpoint.info.tokenizer() : flags.tokenizer;
-      if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
-        throw UsageError(str(flags.model, " names tokenizer '", checkpoint.info.tokenizer(),
-                             "', which is not there; pass --tokenizer MODEL"));
-      }
-      text::Tokenizer tokenizer(tokenizer_path);
       // As for the export: ids of another tokenizer would draw the maps of other tokens (or index past the
       // embedding table).
-      eval::check_tokenizer_matches(tokenizer, checkpoint.info, flags.model);
+      const text::Tokenizer tokenizer = eval::open_checkpoint_tokenizer(checkpoint.info, flags.model, flags.tokenizer);
       if (flags.max_tokens > checkpoint.info.model().max_length()) {
         log_info("export: --max-tokens ", flags.max_tokens, " is more than the model's max_length ",
                  checkpoint.info.model().max_length(), "; the sentence is drawn up to ",

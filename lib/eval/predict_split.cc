@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/eval/metrics.h"
@@ -165,6 +167,34 @@ SplitPredictions predict_split(models::TaskModel& model, const tasks::TaskDefini
                              : predict_sentences(model, definition, split, tokenizer, options);
   if (was_training) model->train();
   return out;
+}
+
+std::string predictions_file_text(const SplitPredictions& predictions, const tasks::TaskDefinition& definition) {
+  std::string text;
+  if (definition.kind == tasks::TaskKind::kSpan) {
+    nlohmann::ordered_json json = nlohmann::ordered_json::object();  // the official scripts' {id: answer}
+    for (size_t i = 0; i < predictions.ids.size(); ++i) json[predictions.ids[i]] = predictions.predictions[i];
+    text = json.dump(2) + "\n";
+  } else if (!predictions.labeled) {
+    text = "index\tprediction\n";  // GLUE submission format
+    for (size_t i = 0; i < predictions.ids.size(); ++i) {
+      text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\n";
+    }
+  } else {
+    text = "id\tprediction\tgold\tscores\n";
+    for (size_t i = 0; i < predictions.ids.size(); ++i) {
+      std::string scores;
+      for (float score : predictions.scores[i]) {
+        char buffer[32];
+        std::snprintf(buffer, sizeof buffer, "%.4f", score);
+        if (!scores.empty()) scores += ',';
+        scores += buffer;
+      }
+      text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores +
+              "\n";
+    }
+  }
+  return text;
 }
 
 }  // namespace cabert::eval

@@ -37,6 +37,10 @@ struct SplitPredictions {
 SplitPredictions predict_split(models::TaskModel& model, const tasks::TaskDefinition& definition, const tasks::TaskSplit& split,
                                const text::Tokenizer& tokenizer, const PredictOptions& options);
 
+// What `evaluate --predictions` writes for a split: SQuAD's {id: answer} JSON (what the official scripts read), GLUE's
+// submission TSV (index, prediction) for an unlabelled file, else id, prediction, gold and the scores to 4 places.
+std::string predictions_file_text(const SplitPredictions& predictions, const tasks::TaskDefinition& definition);
+
 // The metrics of a definition from predicted and gold class indices / values (exposed for tests).
 MetricMap classification_metrics(const tasks::TaskDefinition& definition, const std::vector<int>& predicted,
                                        const std::vector<int>& gold);

@@ -47,20 +47,4 @@ LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
   return loaded;
 }
 
-void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
-                             const std::string& checkpoint_path) {
-  if (!info.tokenizer_checksum().empty() && info.tokenizer_checksum() != tokenizer.checksum()) {
-    throw DataError(str(checkpoint_path, ": the checkpoint was trained with tokenizer ", info.tokenizer(),
-                        " (checksum ", info.tokenizer_checksum(), "), but ", tokenizer.path(), " has checksum ",
-                        tokenizer.checksum(), "; pass the tokenizer the model was pre-trained with"));
-  }
-  // An older checkpoint without a checksum, or one imported from elsewhere: the ids must still fit.
-  if (info.has_model() && tokenizer.vocab_size() > info.model().vocab_size()) {
-    throw DataError(str(checkpoint_path, ": the model's vocabulary has ", info.model().vocab_size(), " ids, but ",
-                        tokenizer.path(), " has ", tokenizer.vocab_size(),
-                        " pieces; pass the tokenizer the model was pre-trained with"));
-  }
-}
-
-
 }  // namespace cabert::eval

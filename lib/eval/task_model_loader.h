@@ -11,7 +11,6 @@
 #include "lib/models/task_model.h"
 #include "lib/tasks/squad_features.h"
 #include "lib/tasks/task_inputs.h"
-#include "lib/text/tokenizer.h"
 
 namespace cabert::eval {
 
@@ -26,9 +25,5 @@ struct LoadedTaskModel {
 
 // Throws DataError for a checkpoint that is not a fine-tuned one (e.g. a pre-training checkpoint).
 LoadedTaskModel load_task_model(const std::string& path, torch::Device device);
-
-// Refuses (DataError) a tokenizer whose checksum differs from the checkpoint's.
-void check_tokenizer_matches(const text::Tokenizer& tokenizer, const pb::CheckpointInfo& info,
-                             const std::string& checkpoint_path);
 
 }  // namespace cabert::eval

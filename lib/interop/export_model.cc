@@ -6,7 +6,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
-#include "lib/eval/task_model_loader.h"
+#include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/interop/hf_config.h"
 #include "lib/interop/tokenizer_files.h"
 #include "lib/io/safetensors_torch.h"
@@ -147,13 +147,8 @@ ModelHead detect_head(const std::function<bool(const std::string&)>& has) {
 ExportSummary export_checkpoint(const ExportOptions& options) {
   io::Checkpoint checkpoint = io::load_checkpoint(options.checkpoint);
   const pb::ModelConfig& config = checkpoint.info.model();
-  const std::string tokenizer_path = options.tokenizer.empty() ? checkpoint.info.tokenizer() : options.tokenizer;
-  if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
-    throw UsageError(str(options.checkpoint, " names tokenizer '", checkpoint.info.tokenizer(),
-                         "', which is not there; pass --tokenizer MODEL"));
-  }
-  text::Tokenizer tokenizer(tokenizer_path);
-  eval::check_tokenizer_matches(tokenizer, checkpoint.info, options.checkpoint);
+  const text::Tokenizer tokenizer =
+      eval::open_checkpoint_tokenizer(checkpoint.info, options.checkpoint, options.tokenizer);
 
   std::map<std::string, torch::Tensor> tensors = model_tensors(checkpoint);
   ExportSummary summary;

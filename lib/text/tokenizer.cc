@@ -155,6 +155,8 @@ Tokenizer::Tokenizer(const std::string& model_path)
   checksum_ = fnv1a64_hex(bytes);
 }
 
+Tokenizer::Tokenizer(Tokenizer&&) noexcept = default;
+Tokenizer& Tokenizer::operator=(Tokenizer&&) noexcept = default;
 Tokenizer::~Tokenizer() = default;
 
 std::vector<int> Tokenizer::encode(const std::string& text) const {

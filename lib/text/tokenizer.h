@@ -50,6 +50,8 @@ class Tokenizer {
   // Loads a .model file; throws DataError when it is not a SentencePiece model or lacks the special tokens
   // at their ids.
   explicit Tokenizer(const std::string& model_path);
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
   ~Tokenizer();
 
   std::vector<int> encode(const std::string& text) const;

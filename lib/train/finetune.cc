@@ -18,8 +18,8 @@
 #include "lib/core/progress.h"
 #include "lib/core/random.h"
 #include "lib/dist/communicator.h"
+#include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/eval/predict_split.h"
-#include "lib/eval/task_model_loader.h"
 #include "lib/eval/task_score.h"
 #include "lib/eval/text_to_text.h"
 #include "lib/io/record_file.h"
@@ -121,9 +121,8 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   // Model config and the checkpoint whose encoder we start from.
   io::Checkpoint init;
   pb::ModelConfig config;
-  std::string tokenizer_path = options.tokenizer;
   if (!options.preset.empty()) {
-    if (tokenizer_path.empty()) throw UsageError("--preset needs --tokenizer MODEL (the SentencePiece model)");
+    if (options.tokenizer.empty()) throw UsageError("--preset needs --tokenizer MODEL (the SentencePiece model)");
     config = config::load_model_config(options.preset, options.set_overrides);
   } else {
     const std::string& path = options.init.empty() ? options.init_from_task : options.init;
@@ -137,17 +136,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       for (const auto& assignment : options.set_overrides) config::apply_override(&config, assignment);
       config::validate_model_config(config);
     }
-    if (tokenizer_path.empty()) tokenizer_path = init.info.tokenizer();
-    if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
-      throw UsageError(str(path, " names tokenizer '", init.info.tokenizer(),
-                           "', which is not there; pass --tokenizer MODEL"));
-    }
   }
-  text::Tokenizer tokenizer(tokenizer_path);
-  if (options.preset.empty()) {
-    eval::check_tokenizer_matches(tokenizer, init.info, init.path);
-  } else if (config.vocab_size() != tokenizer.vocab_size()) {
-    log_info("finetune: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer_path, " (preset has ",
+  const text::Tokenizer tokenizer = options.preset.empty()
+                                        ? eval::open_checkpoint_tokenizer(init.info, init.path, options.tokenizer)
+                                        : text::Tokenizer(options.tokenizer);
+  if (!options.preset.empty() && config.vocab_size() != tokenizer.vocab_size()) {
+    log_info("finetune: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer.path(), " (preset has ",
              config.vocab_size(), ")");
     config.set_vocab_size(tokenizer.vocab_size());
   }

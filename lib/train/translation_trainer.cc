@@ -18,7 +18,7 @@
 #include "lib/core/numbers.h"
 #include "lib/core/progress.h"
 #include "lib/core/random.h"
-#include "lib/eval/task_model_loader.h"
+#include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/eval/translation.h"
 #include "lib/io/checkpoint_file.h"
 #include "lib/io/record_file.h"
@@ -138,29 +138,26 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   // Model config, tokenizer and the checkpoint we start from.
   io::Checkpoint init;
   pb::ModelConfig config;
-  std::string tokenizer_path = options.tokenizer;
   if (!options.preset.empty()) {
-    if (tokenizer_path.empty()) throw UsageError("--preset needs --tokenizer MODEL (the joint SentencePiece model)");
+    if (options.tokenizer.empty()) {
+      throw UsageError("--preset needs --tokenizer MODEL (the joint SentencePiece model)");
+    }
     config = config::load_model_config(options.preset, options.set_overrides);
   } else {
     init = io::load_checkpoint(options.init);
     config = init.info.model();
     for (const auto& assignment : options.set_overrides) config::apply_override(&config, assignment);
     config::validate_model_config(config);
-    if (tokenizer_path.empty()) tokenizer_path = init.info.tokenizer();
   }
   if (!config.has_seq2seq()) {
     throw UsageError(str("translation needs an encoder-decoder; '", config.name(),
                          "' is an encoder (see the wu-*, tay-* and transformer-* presets in --list-presets)"));
   }
-  if (tokenizer_path.empty() || !fs::exists(tokenizer_path)) {
-    throw UsageError(str("tokenizer '", tokenizer_path, "' is not there; pass --tokenizer MODEL"));
-  }
-  text::Tokenizer tokenizer(tokenizer_path);
-  if (options.preset.empty()) {
-    eval::check_tokenizer_matches(tokenizer, init.info, init.path);
-  } else if (config.vocab_size() != tokenizer.vocab_size()) {
-    log_info("translation: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer_path);
+  const text::Tokenizer tokenizer = options.preset.empty()
+                                        ? eval::open_checkpoint_tokenizer(init.info, init.path, options.tokenizer)
+                                        : text::Tokenizer(options.tokenizer);
+  if (!options.preset.empty() && config.vocab_size() != tokenizer.vocab_size()) {
+    log_info("translation: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer.path());
     config.set_vocab_size(tokenizer.vocab_size());
   }
   const double smoothing = options.label_smoothing >= 0 ? options.label_smoothing : config.seq2seq().label_smoothing();

@@ -27,4 +27,12 @@ cmp -s "$work/eval.out" "$work/eval-file.out" || fail "evaluate of the directory
 mkdir -p "$work/empty"
 expect_exit 2 "--model: $work/empty is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert" \
   "$CABERT" evaluate --model "$work/empty" --data "$work/dev.tsv"
+# The run moved to a machine without the tokenizer it records: evaluate says which file is gone and what to
+# pass, and --tokenizer with the same file (another path) gives the same table.
+mv "$work/tok.model" "$work/moved.model"
+expect_exit 2 "$work/ft/best.cabert names tokenizer '$work/tok.model', which is not there; pass --tokenizer MODEL" \
+  "$CABERT" evaluate --model "$work/ft/best.cabert" --data "$work/dev.tsv"
+"$CABERT" -q evaluate --model "$work/ft/best.cabert" --tokenizer "$work/moved.model" --data "$work/dev.tsv" \
+  > "$work/eval-moved.out" || fail "evaluate --tokenizer with the moved tokenizer failed"
+cmp -s "$work/eval-file.out" "$work/eval-moved.out" || fail "evaluate with the moved tokenizer gives another table"
 echo "model_directory: ok"

@@ -72,6 +72,28 @@ TEST(FinetuneMetrics, OnlyTheTasksMetrics) {
   EXPECT_DOUBLE_EQ(metrics.at("f1"), 0.5);
 }
 
+// The three files `evaluate --predictions` writes, byte for byte.
+TEST(FinetunePredictions, FilesAreTheOfficialFormats) {
+  tasks::TaskDefinition sst;
+  ASSERT_TRUE(tasks::known_task("SST-2", &sst));
+  eval::SplitPredictions dev;
+  dev.ids = {"0", "1"};
+  dev.predictions = {"1", "0"};
+  dev.golds = {"1", "1"};
+  dev.scores = {{0.25f, 0.75f}, {0.875f, 0.125f}};
+  EXPECT_EQ(eval::predictions_file_text(dev, sst),
+            "id\tprediction\tgold\tscores\n0\t1\t1\t0.2500,0.7500\n1\t0\t1\t0.8750,0.1250\n");
+  eval::SplitPredictions test = dev;  // GLUE's submission files: index and label only
+  test.labeled = false;
+  EXPECT_EQ(eval::predictions_file_text(test, sst), "index\tprediction\n0\t1\n1\t0\n");
+  tasks::TaskDefinition squad;
+  ASSERT_TRUE(tasks::known_task("SQuAD1.1", &squad));
+  eval::SplitPredictions answers;
+  answers.ids = {"q2", "q1"};  // in the order of the questions, as the official scripts' {id: answer}
+  answers.predictions = {"the \"Queen\"", ""};
+  EXPECT_EQ(eval::predictions_file_text(answers, squad), "{\n  \"q2\": \"the \\\"Queen\\\"\",\n  \"q1\": \"\"\n}\n");
+}
+
 pb::ModelConfig tiny_config() {
   pb::ModelConfig config = config::preset_config("bert-tiny-composite");
   config.set_vocab_size(50);
