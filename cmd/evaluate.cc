@@ -255,15 +255,24 @@ void run_evaluate(const EvaluateCommand& command) {
   if (!command.task.empty()) {
     tasks::TaskDefinition requested;
     if (!tasks::known_task(command.task, &requested)) requested.name = command.task;
-    // Same outputs from the same kind of input (MNLI -> AX): a single-sentence model never sees a pair's second
-    // sentence (SST-2 -> MRPC would score it on the first sentences alone).
-    bool same_outputs =
-        requested.kind == definition.kind && requested.labels == definition.labels && requested.pair == definition.pair;
-    if (requested.name != definition.name && !(requested.glue && same_outputs)) {
-      throw UsageError(str(command.model, " was fine-tuned on ", definition.name, "; it cannot be evaluated as ",
-                           requested.name));
+    if (requested.name != definition.name) {
+      // Another GLUE task only with the same outputs from the same kind of input (MNLI -> AX, QQP -> MRPC): a
+      // single-sentence model never sees a pair's second sentence (SST-2 -> MRPC would score it on the first
+      // sentences alone), and labels spelt alike may judge different things (SST-2's 1 is a positive sentence,
+      // CoLA's an acceptable one).
+      const bool same_labels = requested.glue && definition.glue && requested.kind == definition.kind &&
+                               requested.labels == definition.labels && requested.pair == definition.pair;
+      const std::string& judged = same_labels ? tasks::glue_task(definition.name).judgement : definition.name;
+      const std::string& asked = same_labels ? tasks::glue_task(requested.name).judgement : requested.name;
+      if (judged != asked) {
+        throw UsageError(
+            str(command.model, " was fine-tuned on ", definition.name, "; it cannot be evaluated as ", requested.name,
+                same_labels
+                    ? str(" (", definition.name, "'s labels judge ", judged, ", ", requested.name, "'s ", asked, ")")
+                    : std::string()));
+      }
+      definition = requested;  // e.g. an MNLI model on AX (diagnostic)
     }
-    if (requested.name != definition.name) definition = requested;  // e.g. an MNLI model on AX (diagnostic)
   }
   if (!command.unmatched_label.empty()) {
     if (!text_to_text) {

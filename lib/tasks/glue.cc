@@ -15,22 +15,28 @@ using text::LineReader;
 using text::trim;
 
 const std::vector<GlueTask>& glue_tasks() {
+  // clang-format off
   static const std::vector<GlueTask> tasks = {
-      {"CoLA", "sentence", "", "label", {"0", "1"}, false, "mcc", {"dev.tsv"}, {"test.tsv"}},
-      {"SST-2", "sentence", "", "label", {"0", "1"}, false, "accuracy", {"dev.tsv"}, {"test.tsv"}},
-      {"MRPC", "#1 String", "#2 String", "Quality", {"0", "1"}, false, "f1_accuracy", {"dev.tsv"}, {"test.tsv"}},
-      {"STS-B", "sentence1", "sentence2", "score", {}, true, "pearson_spearman", {"dev.tsv"}, {"test.tsv"}},
-      {"QQP", "question1", "question2", "is_duplicate", {"0", "1"}, false, "f1_accuracy", {"dev.tsv"}, {"test.tsv"}},
-      {"MNLI", "sentence1", "sentence2", "gold_label", {"contradiction", "entailment", "neutral"}, false,
-       "accuracy", {"dev_matched.tsv", "dev_mismatched.tsv"}, {"test_matched.tsv", "test_mismatched.tsv"}},
+      {"CoLA", "sentence", "", "label", {"0", "1"}, false, "mcc", {"dev.tsv"}, {"test.tsv"}, "acceptability"},
+      {"SST-2", "sentence", "", "label", {"0", "1"}, false, "accuracy", {"dev.tsv"}, {"test.tsv"}, "sentiment"},
+      {"MRPC", "#1 String", "#2 String", "Quality", {"0", "1"}, false, "f1_accuracy", {"dev.tsv"}, {"test.tsv"},
+       "paraphrase"},
+      {"STS-B", "sentence1", "sentence2", "score", {}, true, "pearson_spearman", {"dev.tsv"}, {"test.tsv"},
+       "similarity"},
+      {"QQP", "question1", "question2", "is_duplicate", {"0", "1"}, false, "f1_accuracy", {"dev.tsv"}, {"test.tsv"},
+       "paraphrase"},
+      {"MNLI", "sentence1", "sentence2", "gold_label", {"contradiction", "entailment", "neutral"}, false, "accuracy",
+       {"dev_matched.tsv", "dev_mismatched.tsv"}, {"test_matched.tsv", "test_mismatched.tsv"}, "three-way entailment"},
       {"QNLI", "question", "sentence", "label", {"entailment", "not_entailment"}, false, "accuracy", {"dev.tsv"},
-       {"test.tsv"}},
+       {"test.tsv"}, "entailment"},
       {"RTE", "sentence1", "sentence2", "label", {"entailment", "not_entailment"}, false, "accuracy", {"dev.tsv"},
-       {"test.tsv"}},
-      {"WNLI", "sentence1", "sentence2", "label", {"0", "1"}, false, "accuracy", {"dev.tsv"}, {"test.tsv"}},
+       {"test.tsv"}, "entailment"},
+      {"WNLI", "sentence1", "sentence2", "label", {"0", "1"}, false, "accuracy", {"dev.tsv"}, {"test.tsv"},
+       "pronoun resolution"},
       {"AX", "sentence1", "sentence2", "label", {"contradiction", "entailment", "neutral"}, false, "mcc", {},
-       {"diagnostic.tsv"}},
+       {"diagnostic.tsv"}, "three-way entailment"},
   };
+  // clang-format on
   return tasks;
 }
 

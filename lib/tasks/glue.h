@@ -21,6 +21,9 @@ struct GlueTask {
   std::string metric;              // "mcc", "accuracy", "f1_accuracy", "pearson_spearman"
   std::vector<std::string> dev_files;  // dev.tsv, or dev_matched.tsv + dev_mismatched.tsv for MNLI
   std::vector<std::string> test_files;
+  // What a label says about the input ("sentiment", "paraphrase", ...): a model fine-tuned on one task may be
+  // evaluated on another only when their labels say the same thing (MNLI -> AX, QQP -> MRPC, not SST-2 -> CoLA).
+  std::string judgement;
 };
 
 // Accepts the official names and common spellings (sst2, sts-b, mnli-mm ...); UsageError otherwise.

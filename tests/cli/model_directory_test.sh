@@ -27,6 +27,32 @@ cmp -s "$work/eval.out" "$work/eval-file.out" || fail "evaluate of the directory
 mkdir -p "$work/empty"
 expect_exit 2 "--model: $work/empty is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert" \
   "$CABERT" evaluate --model "$work/empty" --data "$work/dev.tsv"
+# A fine-tuning starts afresh in its directory: an earlier one's best checkpoints go, so fewer --runs leave no stale
+# run-<k>/ behind. A pre-training's directory, and one whose checkpoint the run starts from, are refused before
+# anything is read or written.
+"$CABERT" -q finetune --init "$work/pt/checkpoint-00000004.cabert" --task SST-2 --train "$work/train.tsv" \
+  --dev "$work/dev.tsv" --epochs 1 --runs 3 --model-dir "$work/runs" > /dev/null || fail "finetune --runs 3 failed"
+[ -s "$work/runs/run-2/best.cabert" ] || fail "finetune --runs 3 wrote no run-2/best.cabert: $(ls "$work/runs")"
+"$CABERT" finetune --init "$work/pt/checkpoint-00000004.cabert" --task SST-2 --train "$work/train.tsv" \
+  --dev "$work/dev.tsv" --epochs 1 --runs 2 --model-dir "$work/runs" > /dev/null 2> "$work/runs.err" \
+  || fail "finetune --runs 2 into the same directory: $(cat "$work/runs.err")"
+grep -qF "finetune: removed $work/runs/run-2/best.cabert (an earlier fine-tuning's; this one starts afresh)" \
+  "$work/runs.err" || fail "finetune did not say what it removed: $(cat "$work/runs.err")"
+[ ! -e "$work/runs/run-2" ] || fail "an earlier fine-tuning's run-2/ stayed: $(ls "$work/runs")"
+[ -s "$work/runs/run-1/best.cabert" ] && [ -s "$work/runs/best.cabert" ] || fail "finetune --runs 2: $(ls -R "$work/runs")"
+cp "$work/pt/metrics.cabert" "$work/pt-metrics.before"
+expect_exit 2 "--model-dir $work/pt: holds a pre-training (checkpoint-00000009.cabert) whose metrics.cabert this" \
+  "$CABERT" finetune --init "$work/pt/checkpoint-00000004.cabert" --task SST-2 --train "$work/train.tsv" \
+  --dev "$work/dev.tsv" --model-dir "$work/pt"
+cmp -s "$work/pt/metrics.cabert" "$work/pt-metrics.before" || fail "a refused finetune changed the pre-training's metrics"
+cp "$work/runs/best.cabert" "$work/best.before"
+expect_exit 2 "--model-dir $work/runs: this fine-tuning replaces $work/runs/best.cabert, which it starts from" \
+  "$CABERT" finetune --init-from-task "$work/runs" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" \
+  --model-dir "$work/runs"
+cmp -s "$work/runs/best.cabert" "$work/best.before" || fail "a refused finetune changed the checkpoint it started from"
+# An SST-2 model is not scored as CoLA: both label sentences 0/1, but one judges sentiment, the other acceptability.
+expect_exit 2 "$work/runs/best.cabert was fine-tuned on SST-2; it cannot be evaluated as CoLA (SST-2's labels judge \
+sentiment, CoLA's acceptability)" "$CABERT" evaluate --model "$work/runs/best.cabert" --task CoLA --data "$work/dev.tsv"
 # The run moved to a machine without the tokenizer it records: evaluate says which file is gone and what to
 # pass, and --tokenizer with the same file (another path) gives the same table.
 mv "$work/tok.model" "$work/moved.model"
