@@ -133,8 +133,9 @@ void refuse_model_dir(const std::string& model_dir, const std::string& init_path
                          translation ? "translation fine-tuning" : "pre-training", " (", what,
                          ") whose metrics.cabert this fine-tuning would replace; give it its own directory"));
   }
+  if (init_path.empty()) return;  // a preset: nothing to start from
   for (const fs::path& path : finetuning_checkpoints(model_dir)) {
-    if (!init_path.empty() && fs::equivalent(path, init_path, error)) {
+    if (fs::equivalent(path, init_path, error)) {
       throw UsageError(str("--model-dir ", model_dir, ": this fine-tuning replaces ", path.string(),
                            ", which it starts from; give it another directory"));
     }
@@ -147,7 +148,9 @@ void refuse_model_dir(const std::string& model_dir, const std::string& init_path
 void remove_earlier_finetuning(const std::string& model_dir) {
   std::error_code error;
   for (const fs::path& path : finetuning_checkpoints(model_dir)) {
-    fs::remove(path);
+    if (!fs::remove(path, error) && error) {
+      throw Error(str("finetune: cannot remove ", path.string(), " (an earlier fine-tuning's): ", error.message()));
+    }
     if (path.parent_path() != fs::path(model_dir)) fs::remove(path.parent_path(), error);  // only when empty
     log_info("finetune: removed ", path.string(), " (an earlier fine-tuning's; this one starts afresh)");
   }
