@@ -8,7 +8,6 @@
 #include <map>
 #include <numeric>
 #include <random>
-#include <regex>
 
 #include "lib/config/model_config_text.h"
 #include "lib/config/validation.h"
@@ -28,6 +27,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
+#include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/schedule.h"
 #include "lib/train/text_to_text_learner.h"
@@ -103,59 +103,6 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
   return text;
 }
 
-// The best checkpoints this fine-tuning writes into MODEL_DIR: best.cabert, and run-<k>/best.cabert for
-// every run k (also those of an earlier fine-tuning with more runs).
-std::vector<fs::path> finetuning_checkpoints(const std::string& model_dir) {
-  std::vector<fs::path> found;
-  std::error_code error;
-  const fs::path best = fs::path(model_dir) / "best.cabert";
-  if (fs::exists(best, error)) found.push_back(best);
-  static const std::regex run_name("run-[0-9]+");
-  for (fs::directory_iterator it(model_dir, error), end; !error && it != end; it.increment(error)) {
-    const fs::path run_best = it->path() / "best.cabert";
-    if (std::regex_match(it->path().filename().string(), run_name) && fs::exists(run_best, error)) {
-      found.push_back(run_best);
-    }
-  }
-  std::sort(found.begin(), found.end());
-  return found;
-}
-
-// Refused before anything is read: a MODEL_DIR with a pre-training or a translation fine-tuning in it (its
-// metrics.cabert would be replaced), and a start checkpoint that this fine-tuning replaces.
-void refuse_model_dir(const std::string& model_dir, const std::string& init_path) {
-  const auto pretraining = list_checkpoints(model_dir);
-  std::error_code error;
-  if (!pretraining.empty() || fs::exists(fs::path(model_dir) / "last.cabert", error)) {
-    const bool translation = pretraining.empty();
-    const std::string what = translation ? "last.cabert" : fs::path(pretraining.back().second).filename().string();
-    throw UsageError(str("--model-dir ", model_dir, ": holds a ",
-                         translation ? "translation fine-tuning" : "pre-training", " (", what,
-                         ") whose metrics.cabert this fine-tuning would replace; give it its own directory"));
-  }
-  if (init_path.empty()) return;  // a preset: nothing to start from
-  for (const fs::path& path : finetuning_checkpoints(model_dir)) {
-    if (fs::equivalent(path, init_path, error)) {
-      throw UsageError(str("--model-dir ", model_dir, ": this fine-tuning replaces ", path.string(),
-                           ", which it starts from; give it another directory"));
-    }
-  }
-}
-
-// A fine-tuning starts afresh in MODEL_DIR (its metrics.cabert is rewritten), so an earlier fine-tuning's best
-// checkpoints go before the first epoch: a stopped run, or one with fewer --runs, leaves none of them beside its
-// records to be taken for its own.
-void remove_earlier_finetuning(const std::string& model_dir) {
-  std::error_code error;
-  for (const fs::path& path : finetuning_checkpoints(model_dir)) {
-    if (!fs::remove(path, error) && error) {
-      throw Error(str("finetune: cannot remove ", path.string(), " (an earlier fine-tuning's): ", error.message()));
-    }
-    if (path.parent_path() != fs::path(model_dir)) fs::remove(path.parent_path(), error);  // only when empty
-    log_info("finetune: removed ", path.string(), " (an earlier fine-tuning's; this one starts afresh)");
-  }
-}
-
 }  // namespace
 
 FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
@@ -200,7 +147,11 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     config.set_vocab_size(tokenizer.vocab_size());
   }
 
-  if (main_rank) refuse_model_dir(options.model_dir, init.path);
+  if (main_rank) {
+    refuse_other_run(options.model_dir, DirectoryRun::kFinetuning);
+    refuse_start_among_outputs(options.model_dir, DirectoryRun::kFinetuning, init.path,
+                               finetuning_checkpoints(options.model_dir));
+  }
 
   tasks::LoadedTask task = tasks::load_training_task(source);
   const tasks::TaskDefinition& definition = task.definition;
@@ -267,7 +218,9 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
            " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
 
   create_output_directory(options.model_dir, "--model-dir");
-  if (main_rank) remove_earlier_finetuning(options.model_dir);
+  if (main_rank) {
+    remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
+  }
   FinetuneSummary summary;
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();

@@ -1,8 +1,8 @@
 #include "lib/train/pretrainer.h"
 
 #include <chrono>
-#include <csignal>
 #include <cmath>
+#include <csignal>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -18,22 +18,22 @@
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
 #include "lib/core/random.h"
-#include "lib/dist/communicator.h"
 #include "lib/data/pretraining_batches.h"
+#include "lib/dist/communicator.h"
 #include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/seq2seq_model.h"
 #include "lib/models/summary.h"
 #include "lib/ops/device.h"
-#include "lib/train/checkpoint.h"
 #include "lib/ops/mixed_precision.h"
+#include "lib/train/checkpoint.h"
 #include "lib/train/metrics_log.h"
+#include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_states.h"
 #include "lib/train/resume_options.h"
-#include "lib/train/update_guard.h"
 #include "lib/train/schedule.h"
-
+#include "lib/train/update_guard.h"
 
 namespace cabert::train {
 namespace {
@@ -176,21 +176,6 @@ std::string format_values(const std::map<std::string, double>& values) {
   return out;
 }
 
-// A fresh run into a model directory that holds an earlier one would replace its metrics.cabert and, through
-// --keep-checkpoints, prune its own checkpoints while keeping the earlier run's later-numbered ones (which
-// --resume and `--init DIR` would then pick): refused, naming what is there.
-void refuse_earlier_run(const std::string& model_dir) {
-  std::vector<std::string> found;
-  for (const auto& [step, path] : list_checkpoints(model_dir)) found.push_back(fs::path(path).filename().string());
-  std::error_code error;
-  if (fs::exists(fs::path(model_dir) / "metrics.cabert", error)) found.push_back("metrics.cabert");
-  if (found.empty()) return;
-  std::string names = found.front();
-  if (found.size() > 1) names += str(", ", found.size() > 2 ? "..., " : "", found.back());
-  throw UsageError(str("--model-dir ", model_dir, ": holds an earlier run (", names,
-                       "); continue it with --resume, or give a new or empty directory"));
-}
-
 }  // namespace
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
@@ -215,7 +200,15 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   // before the model directory is made.
   const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
   if (main_rank) {
-    if (!options.resume) refuse_earlier_run(options.model_dir);
+    // A fresh run into a model directory that holds an earlier one would replace its metrics.cabert and, through
+    // --keep-checkpoints, prune its own checkpoints while keeping the earlier run's later-numbered ones (which
+    // --resume and `--init DIR` would then pick).
+    refuse_other_run(options.model_dir, DirectoryRun::kPretraining);
+    if (!options.resume) {
+      std::vector<fs::path> earlier;
+      for (const auto& [step, path] : list_checkpoints(options.model_dir)) earlier.emplace_back(path);
+      refuse_fresh_start(options.model_dir, earlier);
+    }
     create_output_directory(options.model_dir, "--model-dir");
     // What a killed run was writing when it died.
     if (size_t removed = remove_stale_temporaries(options.model_dir)) {

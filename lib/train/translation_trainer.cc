@@ -26,6 +26,7 @@
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/losses.h"
+#include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
@@ -163,6 +164,17 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   const double smoothing = options.label_smoothing >= 0 ? options.label_smoothing : config.seq2seq().label_smoothing();
   if (smoothing >= 1) throw UsageError(str("--label-smoothing: expected [0, 1), got ", smoothing));
 
+  // The model directory, before anything is read: another kind of run, an earlier translation fine-tuning that
+  // only --resume continues, or the checkpoint this run starts from (it would be written over) are refused.
+  const std::string last_path = (fs::path(options.model_dir) / "last.cabert").string();
+  refuse_other_run(options.model_dir, DirectoryRun::kTranslation);
+  const bool resuming = options.resume && fs::exists(last_path);
+  if (!resuming) {
+    const std::vector<fs::path> earlier = translation_checkpoints(options.model_dir);
+    if (!options.resume) refuse_fresh_start(options.model_dir, earlier);
+    refuse_start_among_outputs(options.model_dir, DirectoryRun::kTranslation, init.path, earlier);
+  }
+
   // Data.
   tasks::TranslationFiles files = options.files;
   files.read.max_pairs = options.max_train_examples;
@@ -197,7 +209,11 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
 
   // Model and optimizer.
   create_output_directory(options.model_dir, "--model-dir");
-  const std::string last_path = (fs::path(options.model_dir) / "last.cabert").string();
+  // --resume without last.cabert starts from scratch: what an earlier start left (a best or epoch checkpoint
+  // from before its first last.cabert) is not this run's.
+  if (!resuming) {
+    remove_earlier_outputs(options.model_dir, DirectoryRun::kTranslation, translation_checkpoints(options.model_dir));
+  }
   uint64_t seed = options.seed;
   torch::manual_seed(seed);
   models::Seq2SeqModel model(config);
@@ -214,7 +230,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   Position position;
   std::mt19937_64 rng(seed);
   position.epoch_rng = rng_state(rng);
-  if (options.resume && fs::exists(last_path)) {
+  if (resuming) {
     io::Checkpoint last = io::load_checkpoint(last_path);
     eval::check_tokenizer_matches(tokenizer, last.info, last_path);
     if (last.info.model().SerializeAsString() != config.SerializeAsString()) {
@@ -349,6 +365,20 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     return seconds_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   };
   std::vector<std::string> epoch_checkpoints;
+  auto epoch_checkpoint = [&](int epoch) {
+    return (fs::path(options.model_dir) / str("epoch-", epoch, ".cabert")).string();
+  };
+  // A resumed run averages the epochs before the stop too, as the uninterrupted run would: they are on disk.
+  if (resuming && options.average_last >= 2) {
+    for (int epoch = std::max(1, position.epoch - options.average_last); epoch < position.epoch; ++epoch) {
+      if (fs::exists(epoch_checkpoint(epoch))) {
+        epoch_checkpoints.push_back(epoch_checkpoint(epoch));
+      } else {
+        log_warning("translation: --resume: ", epoch_checkpoint(epoch), " is gone; the average of the last ",
+                    options.average_last, " epochs will lack epoch ", epoch);
+      }
+    }
+  }
   UpdateGuard update_guard("translation", "update", options.max_skipped_updates);
   for (; position.epoch <= options.epochs; ++position.epoch) {
     std::mt19937_64 epoch_rng;
@@ -423,7 +453,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     append_metrics(record);
     summary.epochs.push_back(record);
     if (options.average_last >= 2) {
-      std::string path = (fs::path(options.model_dir) / str("epoch-", epoch, ".cabert")).string();
+      const std::string path = epoch_checkpoint(epoch);
       io::save_checkpoint(path, info_for(epoch), io::module_tensors(*model, "model/"));
       epoch_checkpoints.push_back(path);
       while (epoch_checkpoints.size() > static_cast<size_t>(options.average_last)) {

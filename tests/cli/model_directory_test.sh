@@ -50,6 +50,16 @@ expect_exit 2 "--model-dir $work/runs: this fine-tuning replaces $work/runs/best
   "$CABERT" finetune --init-from-task "$work/runs" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" \
   --model-dir "$work/runs"
 cmp -s "$work/runs/best.cabert" "$work/best.before" || fail "a refused finetune changed the checkpoint it started from"
+# Nor do a translation fine-tuning and a resumed pre-training write into a fine-tuning's directory (both would
+# replace its metrics.cabert); refused before the data is read (there is none here).
+cp "$work/runs/metrics.cabert" "$work/runs-metrics.before"
+expect_exit 2 "--model-dir $work/runs: holds a fine-tuning (best.cabert) whose metrics.cabert this translation \
+fine-tuning would replace; give it its own directory" "$CABERT" finetune --task translation \
+  --preset wu-lightconv-tiny --tokenizer "$work/tok.model" --data "$work/absent" --model-dir "$work/runs"
+expect_exit 2 "--model-dir $work/runs: holds a fine-tuning (best.cabert) whose metrics.cabert this pre-training \
+would replace; give it its own directory" "$CABERT" pretrain --preset bert-tiny-composite --corpus "$work/corpus" \
+  --model-dir "$work/runs" --steps 2 --resume
+cmp -s "$work/runs/metrics.cabert" "$work/runs-metrics.before" || fail "a refused run changed the fine-tuning's metrics"
 # An SST-2 model is not scored as CoLA: both label sentences 0/1, but one judges sentiment, the other acceptability.
 expect_exit 2 "$work/runs/best.cabert was fine-tuned on SST-2; it cannot be evaluated as CoLA (SST-2's labels judge \
 sentiment, CoLA's acceptability)" "$CABERT" evaluate --model "$work/runs/best.cabert" --task CoLA --data "$work/dev.tsv"

@@ -25,6 +25,11 @@ before=$(md5sum < "$work/model/best.cabert")
   --data "$slice" --dev "$work/dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --model-dir "$work/model" --resume \
   > /dev/null
 [ "$before" = "$(md5sum < "$work/model/best.cabert")" ] || fail "--resume of a finished run changed best.cabert"
+# A fresh run (no --resume) over it is refused before anything is read: only --resume continues a translation run.
+expect_exit 2 "--model-dir $work/model: holds an earlier run (averaged.cabert, ..., metrics.cabert); continue it with \
+--resume, or give a new or empty directory" "$CABERT" -q finetune --task translation --preset wu-lightconv-tiny \
+  --tokenizer "$work/joint.model" --data "$work/absent" --dev "$work/dev.tsv" --model-dir "$work/model"
+[ "$before" = "$(md5sum < "$work/model/best.cabert")" ] || fail "a refused fresh run changed best.cabert"
 
 "$CABERT" -q evaluate --model "$work/model/best.cabert" --data "$slice" --split test --beam 3 --max-examples 30 \
   --predictions "$work/hyp.en" -o "$work/test.metrics" > "$work/evaluate.out"

@@ -103,6 +103,60 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
     trains += records[i].kind() == pb::TaskMetrics::TRAIN;
   }
   EXPECT_GE(trains, 2);
+
+  // Stopped in the last epoch: the average still takes the epoch before the stop, whose checkpoint is on disk
+  // (a resumed run used to average only the epochs after it, and wrote no average when one was left).
+  TranslationTrainOptions late = options("stopped-late");
+  late.average_last = 2;
+  late.log_every = 2;
+  const int64_t first_epoch_updates = static_cast<int64_t>(reference.epochs[0].step());
+  late.after_step = [first_epoch_updates](int64_t update) {
+    if (update == first_epoch_updates + 1) set_interrupt_for_testing(SIGTERM);
+  };
+  EXPECT_THROW(run_translation_training(late), Interrupted);
+  set_interrupt_for_testing(0);
+  EXPECT_EQ(io::read_checkpoint_info(late.model_dir + "/last.cabert").metadata().at("resume_epoch"), "2");
+  late.after_step = nullptr;
+  late.resume = true;
+  TranslationTrainSummary resumed = run_translation_training(late);
+  EXPECT_EQ(resumed.averaged_checkpoint, late.model_dir + "/averaged.cabert");
+  expect_same_model(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
+}
+
+// The model directory: a fresh run over an earlier one is refused (only --resume continues it), and so is a
+// directory with another kind of run in it; --resume with no last.cabert starts from scratch and removes what an
+// earlier start left, so that no checkpoint of it is taken for this run's.
+TEST_F(TranslationTrainerTest, AFreshRunOverAnEarlierOneOrAnotherKindOfRunIsRefused) {
+  TranslationTrainOptions o = options("directory");
+  o.epochs = 1;
+  o.max_train_examples = 40;
+  run_translation_training(o);
+  const std::string best_before = testing::read_text(o.model_dir + "/best.cabert");
+  EXPECT_EQ(testing::usage_error_message([&] { run_translation_training(o); }),
+            "--model-dir " + o.model_dir +
+                ": holds an earlier run (best.cabert, ..., metrics.cabert); continue it with --resume, or give a new "
+                "or empty directory");
+  EXPECT_EQ(testing::read_text(o.model_dir + "/best.cabert"), best_before);
+
+  // Without last.cabert (it stopped between its best and last checkpoints), best.cabert still says translation.
+  fs::remove(o.model_dir + "/last.cabert");
+  EXPECT_THROW(run_translation_training(o), UsageError);  // still an earlier run: only --resume goes on
+  o.resume = true;
+  fs::copy_file(o.model_dir + "/best.cabert", o.model_dir + "/epoch-7.cabert");
+  run_translation_training(o);
+  EXPECT_FALSE(fs::exists(o.model_dir + "/epoch-7.cabert"));  // an earlier start's, removed
+  EXPECT_TRUE(fs::exists(o.model_dir + "/last.cabert") && fs::exists(o.model_dir + "/best.cabert"));
+
+  // A fine-tuning's directory (best.cabert of a classification task) is not a translation's.
+  const std::string glue = *dir_ + "/glue";
+  fs::create_directories(glue + "/run-1");
+  testing::write_text(glue + "/run-1/best.cabert", "a fine-tuning's checkpoint");
+  o = options("unused");
+  o.model_dir = glue;
+  EXPECT_EQ(testing::usage_error_message([&] { run_translation_training(o); }),
+            "--model-dir " + glue +
+                ": holds a fine-tuning (run-1/best.cabert) whose metrics.cabert this translation fine-tuning would "
+                "replace; give it its own directory");
 }
 
 TEST_F(TranslationTrainerTest, AveragedCheckpointIsTheMeanOfTheLastEpochs) {
