@@ -119,7 +119,7 @@ int run(int argc, char** argv) {
                "Jiang et al. 2020, Tay et al. 2021)"};
   app.require_subcommand(1);
   app.fallthrough();
-  app.set_version_flag("--version", std::string("cabert ") + cabert_version());
+  app.set_version_flag("--version", str("cabert ", cabert_version(), " (commit ", cabert_build_commit(), ")"));
   auto& global = global_options();
   app.add_option("--threads", global.threads, "Intra-op threads (0 = all cores)")->capture_default_str();
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();

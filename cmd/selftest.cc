@@ -47,8 +47,9 @@ void print_devices(const std::vector<torch::Device>& devices) {
 void run_selftest_command(const std::string& device_spec) {
   const auto start = std::chrono::steady_clock::now();
   const std::vector<torch::Device> devices = bench::selftest_devices(device_spec);
-  std::cout << "cabert " << cabert_version() << "\nbuild: " << kernels::describe_build()
-            << "; CPU kernels vectorised for " << kernels::cpu_kernel_isa() << "\n";
+  std::cout << "cabert " << cabert_version() << " (commit " << cabert_build_commit() << ")\n";
+  std::cout << "build: " << kernels::describe_build() << "; CPU kernels vectorised for " << kernels::cpu_kernel_isa()
+            << "\n";
   print_devices(devices);
   std::cout << "checks (fused against the reference, output and every gradient, double):\n";
   int failed = 0;

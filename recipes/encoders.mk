@@ -93,7 +93,7 @@ FINETUNED := $(foreach r,$(PRETRAINED) $(RAW),$(foreach t,$(TASKS),$(D)/ft/$(r)/
 $(D)/table.md: $(FINETUNED)
 	{ echo "$(TITLE)"; echo; \
 	  echo "Command: \`make -C recipes/$(notdir $(patsubst %/,%,$(HERE))) $(strip $(filter -j%,$(MAKEFLAGS)) $(SCALE) $(filter-out SCALE=%,$(MAKEOVERRIDES)))\`;" \
-	    "$$($(CABERT) --version | head -n 1), commit $$(git -C $(HERE) rev-parse --short HEAD 2>/dev/null || echo unknown);" \
+	    "$$($(CABERT) --version | head -n 1);" \
 	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)); wall time from the first" \
 	    "step to this table $$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min."; echo; \
 	  $(CABERT) evaluate --summarize $(FINETUNED) --format markdown --aggregate mean-best; echo; \

@@ -377,7 +377,7 @@ pb::BenchEnvironment bench_environment() {
     env.set_git_commit_source(str("`git rev-parse HEAD` at run time in ", kernels::source_tree(),
                                   " (the binary may be older than the checkout)"));
   }
-  env.set_cabert_version(cabert_version());
+  env.set_cabert_version(cabert_version_and_commit());
   env.set_kernels_build(kernels::describe_build());
   env.set_native_cpu_kernels(kernels::native_cpu_kernels());
   const char* wait_policy = std::getenv("OMP_WAIT_POLICY");

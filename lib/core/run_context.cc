@@ -9,4 +9,6 @@ RunContext& run_context() {
 
 const char* cabert_version() { return CABERT_VERSION_STRING; }
 
+std::string cabert_version_and_commit() { return std::string(cabert_version()) + "+" + cabert_build_commit(); }
+
 }  // namespace cabert

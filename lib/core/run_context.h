@@ -16,5 +16,10 @@ struct RunContext {
 
 RunContext& run_context();
 const char* cabert_version();
+// The source commit the binary was built from: 12 hex digits, "-dirty" when tracked files differed from it, or
+// "unknown" when built outside a git checkout (generated at build time by cmake/CabertBuildCommit.cmake).
+const char* cabert_build_commit();
+// Both, as SemVer build metadata: "0.1.0+1a2b3c4d5e6f" (what file headers and bench records record).
+std::string cabert_version_and_commit();
 
 }  // namespace cabert

@@ -127,7 +127,7 @@ RecordWriter::RecordWriter(const std::string& path, const std::string& type,
   header_.set_magic("cabert");
   header_.set_message_type(record.full_name);
   header_.set_schema_version(record.schema_version);
-  header_.set_cabert_version(cabert_version());
+  header_.set_cabert_version(cabert_version_and_commit());
   for (const auto& arg : run_context().argv) header_.add_argv(arg);
   for (const auto& [key, value] : run_context().options) (*header_.mutable_options())[key] = value;
   header_.set_config(run_context().config);

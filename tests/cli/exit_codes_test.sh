@@ -24,6 +24,20 @@ expect_exit 3 "$CABERT_SOURCE_DIR/tests/data/sentences.txt: at byte offset 0: no
   "$CABERT" inspect "$CABERT_SOURCE_DIR/tests/data/sentences.txt"
 train_tokenizer
 "$CABERT" -q tokenize encode -m "$work/tok.model" -i "$sample/gutenberg/11-0.txt" -o "$work/tokens"
+
+# --version names the commit the binary was built from (one of this checkout's, when built from one), and every
+# file records it in its header as SemVer build metadata.
+version=$("$CABERT" --version)
+[[ "$version" =~ ^cabert\ ([0-9]+\.[0-9]+\.[0-9]+)\ \(commit\ (([0-9a-f]{12})(-dirty)?|unknown)\)$ ]] ||
+  fail "cabert --version: '$version'"
+number=${BASH_REMATCH[1]} commit=${BASH_REMATCH[2]} hash=${BASH_REMATCH[3]}
+if [ -n "$hash" ] && git -C "$CABERT_SOURCE_DIR" rev-parse --git-dir > /dev/null 2>&1; then
+  git -C "$CABERT_SOURCE_DIR" cat-file -e "$hash^{commit}" 2> /dev/null || fail "--version names $hash, not a commit here"
+fi
+"$CABERT" inspect "$work/tokens" --limit 0 > "$work/inspect.out"
+grep -qxF "cabert_version: \"$number+$commit\"" "$work/inspect.out" ||
+  fail "the header does not record $number+$commit: $(head -n 8 "$work/inspect.out")"
+
 size=$(stat -c %s "$work/tokens")
 head -c $((size - 20)) "$work/tokens" > "$work/truncated"
 expect_exit 3 "$work/truncated: at byte offset" "$CABERT" tokenize decode -m "$work/tok.model" -i "$work/truncated" -o "$work/out.txt"
