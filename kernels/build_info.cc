@@ -37,14 +37,6 @@ bool native_cpu_kernels() {
 #endif
 }
 
-std::string source_tree() {
-#ifdef CABERT_SOURCE_TREE
-  return CABERT_SOURCE_TREE;
-#else
-  return "";
-#endif
-}
-
 std::string cuda_architectures() {
 #ifdef CABERT_CUDA_ARCHITECTURES
   return CABERT_CUDA_ARCHITECTURES;

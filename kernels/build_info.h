@@ -41,7 +41,5 @@ int64_t cuda_peak_memory_bytes(int device);
 
 // True when kernels/cpu was compiled with -march=native (CMake option CABERT_NATIVE_KERNELS).
 bool native_cpu_kernels();
-// The source tree this binary was configured from (for `git rev-parse` in bench records).
-std::string source_tree();
 
 }  // namespace cabert::kernels

@@ -179,18 +179,6 @@ std::string blas_lines() {
   return out;
 }
 
-std::string run_git(const std::string& args) {
-  std::string command = str("git -C '", kernels::source_tree(), "' ", args, " 2>/dev/null");
-  FILE* pipe = popen(command.c_str(), "r");
-  if (pipe == nullptr) return "";
-  std::string out;
-  char buffer[256];
-  while (fgets(buffer, sizeof buffer, pipe) != nullptr) out += buffer;
-  pclose(pipe);
-  while (!out.empty() && (out.back() == '\n' || out.back() == '\r')) out.pop_back();
-  return out;
-}
-
 }  // namespace
 
 UsageError unknown_op(const std::string& op) {
@@ -367,16 +355,8 @@ pb::BenchEnvironment bench_environment() {
   env.set_libtorch_version(TORCH_VERSION);
   env.set_parallel_info(at::get_parallel_info());
   env.set_blas(blas_lines());
-  std::string commit = run_git("rev-parse HEAD");
-  if (commit.empty()) {
-    env.set_git_commit("unknown");
-    env.set_git_commit_source(str("git rev-parse failed in the source tree ", kernels::source_tree()));
-  } else {
-    const bool dirty = !run_git("status --porcelain --untracked-files=no").empty();
-    env.set_git_commit(commit + (dirty ? "-dirty" : ""));
-    env.set_git_commit_source(str("`git rev-parse HEAD` at run time in ", kernels::source_tree(),
-                                  " (the binary may be older than the checkout)"));
-  }
+  env.set_git_commit(cabert_build_commit());
+  env.set_git_commit_source("the commit the binary was built from, recorded at build time (cabert --version)");
   env.set_cabert_version(cabert_version_and_commit());
   env.set_kernels_build(kernels::describe_build());
   env.set_native_cpu_kernels(kernels::native_cpu_kernels());

@@ -11,6 +11,7 @@
 #include "lib/config/presets.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
+#include "lib/core/run_context.h"
 #include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
@@ -62,6 +63,7 @@ TEST(BenchCommand, WritesTableAndRecordsForBothKernelPaths) {
     EXPECT_EQ(record.environment().intra_op_threads(), 1);
     EXPECT_FALSE(record.environment().libtorch_version().empty());
     EXPECT_FALSE(record.environment().git_commit().empty());
+    EXPECT_EQ(record.environment().git_commit(), cabert_build_commit());  // the binary's, not the checkout's
     EXPECT_FALSE(record.environment().cpu_model().empty());
     if (record.speedup_vs_reference() > 0) ++with_speedup;
   }
