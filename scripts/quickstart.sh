@@ -39,6 +39,8 @@ for model in pretrained no-pretraining; do
 done
 set +x
 echo
+# Runs repeat bit for bit on one machine, but another CPU can sum in another order: name the machine and build.
+echo "$("$cabert" --version) on $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1) ($(nproc) cores)"
 echo "SST-2 dev accuracy, mean ± SEM over 3 fine-tuning seeds (best run):"
 "$cabert" evaluate --summarize "$out"/pretrained/metrics.cabert "$out"/no-pretraining/metrics.cabert \
   --aggregate mean-best

@@ -485,16 +485,19 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     best.set_kind(pb::TaskMetrics::BEST_OF_RUN);
     append_metrics(best);
   }
+  // The last whole epoch: --epochs, or the last one before the stop when a resume with --epochs lowered past it
+  // trained none (the average then takes the epochs before the stop, and the resumed metrics get its record again).
+  const int last_epoch = position.epoch - 1;
   if (epoch_checkpoints.size() >= 2) {
     summary.averaged_checkpoint = (fs::path(options.model_dir) / "averaged.cabert").string();
-    pb::CheckpointInfo info = info_for(options.epochs);  // the loop above ran to the last epoch
+    pb::CheckpointInfo info = info_for(last_epoch);
     (*info.mutable_metadata())["averaged"] = std::to_string(epoch_checkpoints.size()) + " epochs";
     io::save_checkpoint(summary.averaged_checkpoint, info, average_checkpoints(epoch_checkpoints));
     eval::LoadedSeq2SeqModel averaged = eval::load_seq2seq_model(summary.averaged_checkpoint, device);
     DevResult result = evaluate_dev(averaged.model, dev, tokenizer, device, options.dev_beam, options.max_tokens);
     log_info("translation: average of the last ", epoch_checkpoints.size(), " epochs, dev: ",
              eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
-    summary.averaged = record_for(result, options.epochs, 0, summary.averaged_checkpoint);
+    summary.averaged = record_for(result, last_epoch, 0, summary.averaged_checkpoint);
     summary.averaged.set_kind(pb::TaskMetrics::EVALUATION);
     append_metrics(summary.averaged);
   }

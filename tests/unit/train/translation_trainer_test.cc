@@ -175,6 +175,64 @@ TEST_F(TranslationTrainerTest, AveragedCheckpointIsTheMeanOfTheLastEpochs) {
   }
 }
 
+int count_records(const std::string& metrics_path, pb::TaskMetrics::Kind kind) {
+  int count = 0;
+  for (const auto& record : testing::read_records<pb::TaskMetrics>(metrics_path, "cabert.pb.TaskMetrics")) {
+    count += record.kind() == kind;
+  }
+  return count;
+}
+
+// A resume with nothing left to train still ends with the average of the last epochs and its one dev record: of
+// a run that had ended, the same average; of a run stopped in epoch 3 and resumed with --epochs 1, the average of
+// the last epochs before the stop (1 and 2), which says epoch 2.
+TEST_F(TranslationTrainerTest, AResumeWithNothingLeftToTrainAveragesTheLastEpochsBeforeTheStop) {
+  TranslationTrainOptions o = options("ended");
+  o.epochs = 2;
+  o.average_last = 2;
+  o.max_train_examples = 40;
+  TranslationTrainSummary ended = run_translation_training(o);
+  ASSERT_EQ(ended.epochs.size(), 2u);
+  fs::copy_file(o.model_dir + "/averaged.cabert", o.model_dir + "/averaged-before.cabert");
+  o.resume = true;
+  TranslationTrainSummary again = run_translation_training(o);
+  EXPECT_TRUE(again.epochs.empty());
+  ASSERT_EQ(again.averaged_checkpoint, o.model_dir + "/averaged.cabert");
+  expect_same_model(o.model_dir + "/averaged-before.cabert", again.averaged_checkpoint);
+  EXPECT_EQ(again.averaged.score(), ended.averaged.score());
+  EXPECT_EQ(count_records(o.model_dir + "/metrics.cabert", pb::TaskMetrics::EVALUATION), 1);
+  EXPECT_EQ(count_records(o.model_dir + "/metrics.cabert", pb::TaskMetrics::EPOCH), 2);
+
+  TranslationTrainOptions lowered = options("lowered");
+  lowered.epochs = 3;
+  lowered.average_last = 2;
+  lowered.max_train_examples = 40;
+  const int64_t two_epochs = static_cast<int64_t>(ended.epochs[1].step());
+  lowered.after_step = [two_epochs](int64_t update) {
+    if (update == two_epochs + 1) set_interrupt_for_testing(SIGTERM);
+  };
+  EXPECT_THROW(run_translation_training(lowered), Interrupted);
+  set_interrupt_for_testing(0);
+  ASSERT_EQ(io::read_checkpoint_info(lowered.model_dir + "/last.cabert").metadata().at("resume_epoch"), "3");
+  EXPECT_FALSE(fs::exists(lowered.model_dir + "/averaged.cabert"));
+  lowered.after_step = nullptr;
+  lowered.resume = true;
+  lowered.epochs = 1;
+  TranslationTrainSummary resumed = run_translation_training(lowered);
+  EXPECT_TRUE(resumed.epochs.empty());
+  ASSERT_EQ(resumed.averaged_checkpoint, lowered.model_dir + "/averaged.cabert");
+  EXPECT_EQ(resumed.averaged.epoch(), 2u);
+  EXPECT_EQ(io::read_checkpoint_info(resumed.averaged_checkpoint).metadata().at("epoch"), "2");
+  io::Checkpoint a = io::load_checkpoint(lowered.model_dir + "/epoch-1.cabert");
+  io::Checkpoint b = io::load_checkpoint(lowered.model_dir + "/epoch-2.cabert");
+  io::Checkpoint mean = io::load_checkpoint(resumed.averaged_checkpoint);
+  for (const auto& [name, tensor] : mean.tensors) {
+    if (!tensor.is_floating_point()) continue;
+    torch::Tensor expected = (a.tensors.at(name).to(torch::kDouble) + b.tensors.at(name).to(torch::kDouble)) / 2;
+    EXPECT_TRUE(torch::allclose(tensor.to(torch::kDouble), expected, 1e-6, 1e-7)) << name;
+  }
+}
+
 TEST_F(TranslationTrainerTest, RefusesAnEncoderPresetAndABadSchedule) {
   TranslationTrainOptions o = options("refused");
   o.preset = "bert-tiny-none";
