@@ -44,29 +44,33 @@ TEST(Philox, MatchesPublishedKnownAnswers) {
   EXPECT_EQ(words.w[3], 0x24126ea1u);
 }
 
-// The CPU kernel's sixteen-lane form gives the one-block form's words: runs of every length around the lane
-// count, a start that is not a multiple of it, a counter whose low word wraps into the high one, full-width
+// The CPU kernels' lane forms (the one they run, AVX-512 where built with it, and the portable one) give the
+// one-block form's words: runs of every length around the lane counts (16, and 32 for the AVX-512 form's two
+// groups), a start that is not a multiple of them, a counter whose low word wraps into the high one, full-width
 // seeds and offsets.
 TEST(Philox, LaneFormGivesTheSameWordsAsTheBlockForm) {
   const uint64_t seeds[] = {0, 0x0123456789abcdefull, ~0ull};
   const uint64_t offsets[] = {0, 7, 0xfedcba9876543210ull};
   const uint64_t firsts[] = {0, 3, 0xfffffff5ull, 0x123456789ull};
-  const int64_t counts[] = {1, 15, 16, 17, 33, 65};
-  std::vector<uint32_t> words(4 * 65);
-  for (uint64_t seed : seeds) {
-    for (uint64_t offset : offsets) {
-      for (uint64_t first : firsts) {
-        for (int64_t count : counts) {
-          std::fill(words.begin(), words.end(), 0u);
-          kernels::cpu::philox_words(seed, offset, first, count, words.data());
-          for (int64_t b = 0; b < count; ++b) {
-            const kernels::philox::Words expected = kernels::philox::block(seed, offset, first + b);
-            for (int w = 0; w < 4; ++w) {
-              ASSERT_EQ(words[4 * b + w], expected.w[w])
-                  << "seed " << seed << " offset " << offset << " block " << first + b << " word " << w;
+  const int64_t counts[] = {1, 15, 16, 17, 31, 32, 33, 65, 128, 129};
+  std::vector<uint32_t> words(4 * 129);
+  for (auto* form : {&kernels::cpu::philox_words, &kernels::cpu::philox_words_portable}) {
+    for (uint64_t seed : seeds) {
+      for (uint64_t offset : offsets) {
+        for (uint64_t first : firsts) {
+          for (int64_t count : counts) {
+            std::fill(words.begin(), words.end(), 0u);
+            form(seed, offset, first, count, words.data());
+            for (int64_t b = 0; b < count; ++b) {
+              const kernels::philox::Words expected = kernels::philox::block(seed, offset, first + b);
+              for (int w = 0; w < 4; ++w) {
+                ASSERT_EQ(words[4 * b + w], expected.w[w])
+                    << "seed " << seed << " offset " << offset << " block " << first + b << " word " << w;
+              }
             }
+            for (size_t rest = 4 * count; rest < words.size(); ++rest)
+              ASSERT_EQ(words[rest], 0u) << "wrote past the run";
           }
-          for (size_t rest = 4 * count; rest < words.size(); ++rest) ASSERT_EQ(words[rest], 0u) << "wrote past the run";
         }
       }
     }
