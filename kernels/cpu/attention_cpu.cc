@@ -290,7 +290,7 @@ void tile_scores(const Head<T>& head, const Shape& shape, T scale, int64_t i0, i
 }
 
 // factor[r, c] = z_ij / (1 - p) for the tile (the same draws in forward and backward): each row's Philox
-// blocks sixteen at a time (kernels/cpu/philox_lanes.h), then the comparison over the row.
+// blocks many at a time (kernels/cpu/philox_lanes.h), then the comparison over the row.
 template <typename T>
 void dropout_factors(const Head<T>& head, const Shape& shape, const DropoutDraw& dropout, int64_t i0, int64_t rows,
                      int64_t j0, int64_t cols, T* factor) {

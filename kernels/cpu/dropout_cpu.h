@@ -1,4 +1,4 @@
-// The CPU kernels of Philox dropout (kernels/dropout_kernels.h has the scheme): the draws sixteen counter
+// The CPU kernels of Philox dropout (kernels/dropout_kernels.h has the scheme): the draws many counter
 // blocks at a time in vector lanes (kernels/cpu/philox_lanes.h), chunks of the tensor in parallel.
 #pragma once
 
