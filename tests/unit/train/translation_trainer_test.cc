@@ -63,6 +63,28 @@ void expect_same_model(const std::string& a, const std::string& b) {
   }
 }
 
+// Runs `o` until a SIGTERM right after update `update` (the run ends with Interrupted, having saved last.cabert)
+// and leaves `o` set to resume it.
+void stop_after_update(TranslationTrainOptions& o, int64_t update) {
+  o.after_step = [update](int64_t done) {
+    if (done == update) set_interrupt_for_testing(SIGTERM);
+  };
+  EXPECT_THROW(run_translation_training(o), Interrupted);
+  set_interrupt_for_testing(0);
+  o.after_step = nullptr;
+  o.resume = true;
+}
+
+// Every floating-point tensor of the averaged checkpoint is the mean of the two epoch checkpoints' (in double).
+void expect_mean_of(const std::string& averaged, const std::string& first, const std::string& second) {
+  io::Checkpoint a = io::load_checkpoint(first), b = io::load_checkpoint(second), mean = io::load_checkpoint(averaged);
+  for (const auto& [name, tensor] : mean.tensors) {
+    if (!tensor.is_floating_point()) continue;
+    torch::Tensor expected = (a.tensors.at(name).to(torch::kDouble) + b.tensors.at(name).to(torch::kDouble)) / 2;
+    EXPECT_TRUE(torch::allclose(tensor.to(torch::kDouble), expected, 1e-6, 1e-7)) << name;
+  }
+}
+
 TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterruptedRun) {
   TranslationTrainOptions full = options("full");
   full.average_last = 2;
@@ -73,16 +95,9 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   TranslationTrainOptions stopped = options("stopped");
   stopped.average_last = 2;
   stopped.log_every = 2;
-  stopped.after_step = [](int64_t update) {
-    if (update == 3) set_interrupt_for_testing(SIGTERM);
-  };
-  EXPECT_THROW(run_translation_training(stopped), Interrupted);
-  set_interrupt_for_testing(0);
+  stop_after_update(stopped, 3);
   ASSERT_TRUE(fs::exists(stopped.model_dir + "/last.cabert"));
   EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").metadata().at("resume_batch"), "3");
-
-  stopped.after_step = nullptr;
-  stopped.resume = true;
   run_translation_training(stopped);
   expect_same_model(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
   expect_same_model(full.model_dir + "/averaged.cabert", stopped.model_dir + "/averaged.cabert");
@@ -109,15 +124,8 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   TranslationTrainOptions late = options("stopped-late");
   late.average_last = 2;
   late.log_every = 2;
-  const int64_t first_epoch_updates = static_cast<int64_t>(reference.epochs[0].step());
-  late.after_step = [first_epoch_updates](int64_t update) {
-    if (update == first_epoch_updates + 1) set_interrupt_for_testing(SIGTERM);
-  };
-  EXPECT_THROW(run_translation_training(late), Interrupted);
-  set_interrupt_for_testing(0);
+  stop_after_update(late, static_cast<int64_t>(reference.epochs[0].step()) + 1);
   EXPECT_EQ(io::read_checkpoint_info(late.model_dir + "/last.cabert").metadata().at("resume_epoch"), "2");
-  late.after_step = nullptr;
-  late.resume = true;
   TranslationTrainSummary resumed = run_translation_training(late);
   EXPECT_EQ(resumed.averaged_checkpoint, late.model_dir + "/averaged.cabert");
   expect_same_model(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
@@ -165,14 +173,7 @@ TEST_F(TranslationTrainerTest, AveragedCheckpointIsTheMeanOfTheLastEpochs) {
   o.average_last = 2;
   run_translation_training(o);
   EXPECT_FALSE(fs::exists(o.model_dir + "/epoch-1.cabert"));  // only the last 2 are kept
-  io::Checkpoint a = io::load_checkpoint(o.model_dir + "/epoch-2.cabert");
-  io::Checkpoint b = io::load_checkpoint(o.model_dir + "/epoch-3.cabert");
-  io::Checkpoint mean = io::load_checkpoint(o.model_dir + "/averaged.cabert");
-  for (const auto& [name, tensor] : mean.tensors) {
-    if (!tensor.is_floating_point()) continue;
-    torch::Tensor expected = (a.tensors.at(name).to(torch::kDouble) + b.tensors.at(name).to(torch::kDouble)) / 2;
-    EXPECT_TRUE(torch::allclose(tensor.to(torch::kDouble), expected, 1e-6, 1e-7)) << name;
-  }
+  expect_mean_of(o.model_dir + "/averaged.cabert", o.model_dir + "/epoch-2.cabert", o.model_dir + "/epoch-3.cabert");
 }
 
 int count_records(const std::string& metrics_path, pb::TaskMetrics::Kind kind) {
@@ -207,30 +208,17 @@ TEST_F(TranslationTrainerTest, AResumeWithNothingLeftToTrainAveragesTheLastEpoch
   lowered.epochs = 3;
   lowered.average_last = 2;
   lowered.max_train_examples = 40;
-  const int64_t two_epochs = static_cast<int64_t>(ended.epochs[1].step());
-  lowered.after_step = [two_epochs](int64_t update) {
-    if (update == two_epochs + 1) set_interrupt_for_testing(SIGTERM);
-  };
-  EXPECT_THROW(run_translation_training(lowered), Interrupted);
-  set_interrupt_for_testing(0);
+  stop_after_update(lowered, static_cast<int64_t>(ended.epochs[1].step()) + 1);
   ASSERT_EQ(io::read_checkpoint_info(lowered.model_dir + "/last.cabert").metadata().at("resume_epoch"), "3");
   EXPECT_FALSE(fs::exists(lowered.model_dir + "/averaged.cabert"));
-  lowered.after_step = nullptr;
-  lowered.resume = true;
   lowered.epochs = 1;
   TranslationTrainSummary resumed = run_translation_training(lowered);
   EXPECT_TRUE(resumed.epochs.empty());
   ASSERT_EQ(resumed.averaged_checkpoint, lowered.model_dir + "/averaged.cabert");
   EXPECT_EQ(resumed.averaged.epoch(), 2u);
   EXPECT_EQ(io::read_checkpoint_info(resumed.averaged_checkpoint).metadata().at("epoch"), "2");
-  io::Checkpoint a = io::load_checkpoint(lowered.model_dir + "/epoch-1.cabert");
-  io::Checkpoint b = io::load_checkpoint(lowered.model_dir + "/epoch-2.cabert");
-  io::Checkpoint mean = io::load_checkpoint(resumed.averaged_checkpoint);
-  for (const auto& [name, tensor] : mean.tensors) {
-    if (!tensor.is_floating_point()) continue;
-    torch::Tensor expected = (a.tensors.at(name).to(torch::kDouble) + b.tensors.at(name).to(torch::kDouble)) / 2;
-    EXPECT_TRUE(torch::allclose(tensor.to(torch::kDouble), expected, 1e-6, 1e-7)) << name;
-  }
+  expect_mean_of(resumed.averaged_checkpoint, lowered.model_dir + "/epoch-1.cabert",
+                 lowered.model_dir + "/epoch-2.cabert");
 }
 
 TEST_F(TranslationTrainerTest, RefusesAnEncoderPresetAndABadSchedule) {
