@@ -8,6 +8,9 @@
 #include "kernels/build_info.h"
 #include "kernels/chunked/attention_chunked.h"
 #include "kernels/cpu/attention_cpu.h"
+#ifdef CABERT_WITH_CUDA
+#include "kernels/cuda/attention_cuda.h"
+#endif
 #include "kernels/regions/attention_regions.h"
 #include "kernels/relative_bands.h"
 #include "lib/core/errors.h"
@@ -110,7 +113,8 @@ CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {
   if (name == "auto") return CudaAttentionRoute::kAuto;
   if (name == "regions") return CudaAttentionRoute::kRegions;
   if (name == "blocks") return CudaAttentionRoute::kBlocks;
-  throw UsageError(str("--cuda-attention: expected auto, regions or blocks, got '", name, "'"));
+  if (name == "tiles") return CudaAttentionRoute::kTiles;
+  throw UsageError(str("--cuda-attention: expected auto, regions, blocks or tiles, got '", name, "'"));
 }
 bool cuda_attention_takes_scores(int64_t batch, int64_t heads, int64_t length) {
   if (route != CudaAttentionRoute::kAuto) return false;
@@ -124,9 +128,17 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   if (c.q.is_cpu()) return cpu::relative_attention_forward(c);
   const bool from_weights = c.weights.any();
   if (from_weights) c = with_bands(c, relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
-  AttentionOutputs result = route != CudaAttentionRoute::kBlocks && regions::takes(c)
-                                ? regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q))
-                                : chunked::relative_attention_forward(c);
+  AttentionOutputs result;
+  if (route == CudaAttentionRoute::kTiles) {
+#ifdef CABERT_WITH_CUDA
+    if (cuda::tiled_attention_takes(c)) result = cuda::tiled_attention_forward(c);
+#endif
+  }
+  if (!result.out.defined()) {
+    result = route != CudaAttentionRoute::kBlocks && route != CudaAttentionRoute::kTiles && regions::takes(c)
+                 ? regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q))
+                 : chunked::relative_attention_forward(c);
+  }
   if (from_weights) {
     result.query_band = c.query_band;
     result.key_band = c.key_band;
@@ -151,10 +163,16 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
             "expected the forward's bands (AttentionOutputs::query_band, key_band) for weights on this route");
     banded = with_bands(c, Bands{saved.query_band, saved.key_band});
   }
-  AttentionGrads grads =
-      saved.rng.defined()  // the forward took the regions
-          ? regions::relative_attention_backward(grad, banded, saved, regions::pytorch_region_kernel(c.q))
-          : chunked::relative_attention_backward(grad, banded, saved);
+  AttentionGrads grads;
+  if (saved.tiled) {
+#ifdef CABERT_WITH_CUDA
+    grads = cuda::tiled_attention_backward(grad, banded, saved);
+#endif
+  } else {
+    grads = saved.rng.defined()  // the forward took the regions
+                ? regions::relative_attention_backward(grad, banded, saved, regions::pytorch_region_kernel(c.q))
+                : chunked::relative_attention_backward(grad, banded, saved);
+  }
   if (c.weights.any()) band_grads_to_weights(c, grads);
   return grads;
 }

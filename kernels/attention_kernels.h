@@ -23,9 +23,10 @@
 // kernels/regions in float (PyTorch's memory-efficient kernel on the regions beyond the radius, cabert's
 // products on the strip inside it; its dropout masks its own, see there), kernels/chunked otherwise (double,
 // or a batch row with no real key: blocks of query rows through batched products, linear memory past one
-// block, the reference's Philox masks). The backward takes the forward's route (AttentionOutputs::rng is
-// defined on the regions'). The reference (the test oracle) is kernels/reference/attention_reference.h; lib/ops
-// hands it the small CUDA problems instead of these entry points (CudaAttentionRoute below).
+// block, the reference's Philox masks); kernels/cuda's tiles under `--cuda-attention tiles`. The backward takes the
+// forward's route (AttentionOutputs::rng is defined on the regions'). The reference (the test oracle) is
+// kernels/reference/attention_reference.h; lib/ops hands it the small CUDA problems instead of these entry points
+// (CudaAttentionRoute below).
 #pragma once
 
 #include <ATen/ATen.h>
@@ -67,6 +68,7 @@ struct AttentionOutputs {
   at::Tensor rng;        // the dropout states of kernels/regions' fused regions for its backward, else undefined
   // The bands a route other than the CPU's computed from the weights, for its backward; else undefined.
   at::Tensor query_band, key_band;
+  bool tiled = false;  // the forward took kernels/cuda's tiles (`--cuda-attention tiles`): so does the backward
 };
 
 struct AttentionGrads {
@@ -85,11 +87,14 @@ at::Tensor heads_last(const at::Tensor& x);
 // T=512 (2^23 entries) the scores took 0.35x the regions' time on an H100 and 0.4x on an H200; at T=2048
 // (2^27) 1.5x and 1.3x. The bound, 2^25 (T=1024 there; about 0.5 GiB of score tensors in a fwd+bwd), lies below
 // the crossover these points put near T=1400-1500.
-enum class CudaAttentionRoute { kAuto, kRegions, kBlocks };
+// kTiles: kernels/cuda/attention_cuda_kernels.cuh, one kernel forward and two backward (float and double, head
+// size up to 128, the reference's dropout masks; the blocks take what it does not). Not yet run on a GPU,
+// so not the default: tests/kernels/attention_cuda_emulated_test.cc runs its kernels on the CPU.
+enum class CudaAttentionRoute { kAuto, kRegions, kBlocks, kTiles };
 inline constexpr int64_t kAutoScoreEntries = int64_t(1) << 25;
 void set_cuda_attention_route(CudaAttentionRoute route);
 CudaAttentionRoute cuda_attention_route();
-// "auto", "regions" or "blocks"; anything else is a UsageError naming the accepted values.
+// "auto", "regions", "blocks" or "tiles"; anything else is a UsageError naming the accepted values.
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name);
 // True when a CUDA problem of these sizes with relative terms takes the reference's T x T scores: the route is
 // kAuto and batch heads length^2 <= kAutoScoreEntries.

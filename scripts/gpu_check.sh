@@ -206,6 +206,8 @@ fi
 export LD_LIBRARY_PATH="$deps/runtime-lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export OMP_WAIT_POLICY=passive
 step selftest "$out/selftest.log" "$build/bin/cabert" selftest --device all
+# The composite attention's tiled CUDA kernels (--cuda-attention tiles), which have not run on a GPU before.
+step selftest "$out/selftest.log" "$build/bin/cabert" --cuda-attention tiles selftest --device all
 step gpu-tests "$out/gpu-tests.log" ctest --test-dir "$build" -L gpu --output-on-failure
 # A test that crashed (ctest: "Exception: SegFault" and the like) runs again under cuda-gdb for its backtrace
 # (cuda-gdb also debugs host code; the machines have no gdb), appended to gpu-tests.log.
@@ -231,6 +233,10 @@ for binary in "$build/bin/cabert --version" "$build/tests/cabert_gpu_tests --gte
 done
 step bench "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv,relpos \
   --seq 512,2048 --kernel 3,17,31 --batch 8 --channels 256 --heads 4 --backward --repeats 10 --warmup 2
+# The tiled CUDA kernels beside SDPA on plain attention (the issue's target: at least as fast from T=512 on).
+step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention tiles bench --device cuda \
+  --op composite-attention,sdpa --kernels fused --seq 512,2048,8192 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 5 --warmup 1
 # The composite attention's regions route beside the reference (the T x T scores) and SDPA: T=1024 is where
 # --cuda-attention auto switches from the scores to the regions at this B and H (kernels/attention_kernels.h).
 step bench "$out/bench.md" "$build/bin/cabert" --cuda-attention regions bench --device cuda \
@@ -255,6 +261,9 @@ step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention regions bench 
 step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention blocks bench --device cuda \
   --op composite-attention --kernels fused --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
   --backward --repeats 3 --warmup 2 --profile "$profiles/blocks"
+step profile "$out/bench.md" "$build/bin/cabert" --cuda-attention tiles bench --device cuda \
+  --op composite-attention --kernels fused --seq 512,2048 --kernel 17 --batch 8 --channels 256 --heads 4 \
+  --backward --repeats 3 --warmup 2 --profile "$profiles/tiles"
 step profile "$out/bench.md" "$build/bin/cabert" bench --device cuda --op lightconv,dynamicconv,sdconv \
   --kernels fused --seq 2048 --kernel 31 --batch 8 --channels 256 --heads 4 --backward --repeats 3 --warmup 2 \
   --profile "$profiles/conv"

@@ -223,6 +223,9 @@ std::string op_bench_description(const std::string& op) {
       case kernels::CudaAttentionRoute::kRegions:
         cuda_route = regions + "; --cuda-attention regions";
         break;
+      case kernels::CudaAttentionRoute::kTiles:
+        cuda_route = "cabert's tiled kernels, online softmax in 32 x 32 tiles (kernels/cuda; --cuda-attention tiles)";
+        break;
       case kernels::CudaAttentionRoute::kAuto:
         cuda_route =
             "the reference's T x T scores where B H T^2 <= 2^25, beyond it " + regions + " (--cuda-attention auto)";

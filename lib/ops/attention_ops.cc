@@ -79,6 +79,7 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
     ctx->saved_data["dropout_p"] = dropout_p;
     ctx->saved_data["seed"] = seed;
     ctx->saved_data["fused_kernel_dtype"] = fused_kernel_dtype;
+    ctx->saved_data["tiled"] = result.tiled;
     return result.out;
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
@@ -92,7 +93,8 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
         attention_inputs(q, k, saved[2], Bands{}, saved[5], ctx->saved_data["radius"].toInt(), scale, dropout,
                          dtype_of(ctx->saved_data["fused_kernel_dtype"].toInt()));
     in.weights = {wq, b, wk};
-    kernels::AttentionOutputs forward{saved[6], saved[7], saved[11], saved[3], saved[4]};
+    kernels::AttentionOutputs forward{saved[6], saved[7], saved[11],
+                                      saved[3], saved[4], ctx->saved_data["tiled"].toBool()};
     FloatRegion region;  // a backward run under autocast keeps the bands' products in float32, as the forward's
     kernels::AttentionGrads grads = kernels::relative_attention_backward(grad_outputs[0], in, forward);
     return {grads.q,         grads.k,         grads.v,         grads.query_weight, grads.beta,      grads.key_weight,

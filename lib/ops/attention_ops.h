@@ -16,7 +16,8 @@
 //     softmax, Philox dropout regenerated in the backward; on CUDA in float kernels/regions: PyTorch's
 //     memory-efficient kernel on the two regions beyond the radius, where the relative terms are constants
 //     of the row and of the key, and banded products on the strip inside it, its dropout masks its own; on
-//     CUDA in double kernels/chunked: blocks of query rows through batched products), nothing T x T;
+//     CUDA in double kernels/chunked: blocks of query rows through batched products; under `--cuda-attention
+//     tiles` kernels/cuda's tiled kernels), nothing T x T;
 //   - fused, relative terms, CUDA in a build without CUDA kernels: PyTorch's SDPA with the relative terms as
 //     an additive float bias (the one T x T tensor).
 // The relative terms enter the kernels as [B, N, T, 2n+1] bands (linear in T). On the kernel path the kernels

@@ -458,7 +458,8 @@ TEST(CudaAttentionRoute, AutoTakesTheScoresUpToItsBound) {
   EXPECT_FALSE(kernels::cuda_attention_takes_scores(128, 12, 256));
   EXPECT_FALSE(kernels::cuda_attention_takes_scores(2, 2, int64_t(1) << 40)) << "no overflow";
   EXPECT_TRUE(kernels::cuda_attention_takes_scores(8, 4, 0));
-  for (CudaAttentionRoute route : {CudaAttentionRoute::kRegions, CudaAttentionRoute::kBlocks}) {
+  for (CudaAttentionRoute route :
+       {CudaAttentionRoute::kRegions, CudaAttentionRoute::kBlocks, CudaAttentionRoute::kTiles}) {
     const kernels::ScopedCudaAttentionRoute scope(route);
     EXPECT_EQ(kernels::cuda_attention_route(), route);
     EXPECT_FALSE(kernels::cuda_attention_takes_scores(8, 4, 16));
@@ -467,6 +468,7 @@ TEST(CudaAttentionRoute, AutoTakesTheScoresUpToItsBound) {
   EXPECT_EQ(kernels::parse_cuda_attention_route("auto"), CudaAttentionRoute::kAuto);
   EXPECT_EQ(kernels::parse_cuda_attention_route("regions"), CudaAttentionRoute::kRegions);
   EXPECT_EQ(kernels::parse_cuda_attention_route("blocks"), CudaAttentionRoute::kBlocks);
+  EXPECT_EQ(kernels::parse_cuda_attention_route("tiles"), CudaAttentionRoute::kTiles);
   EXPECT_THROW(kernels::parse_cuda_attention_route("Auto"), UsageError);
 }
 

@@ -84,7 +84,8 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
   EXPECT_NE(result.err.find("--kernels: expected fused or reference, got 'turbo'"), std::string::npos) << result.err;
   result = testing::run_command(testing::cabert_binary() + " --cuda-attention flash bench --op lightconv --seq 4");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("--cuda-attention: expected auto, regions or blocks, got 'flash'"), std::string::npos)
+  EXPECT_NE(result.err.find("--cuda-attention: expected auto, regions, blocks or tiles, got 'flash'"),
+            std::string::npos)
       << result.err;
   result = testing::run_command(testing::cabert_binary() + " --cuda-attention blocks bench --op composite-attention "
                                 "--seq 4 --repeats 1 --warmup 0");

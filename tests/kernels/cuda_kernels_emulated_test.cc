@@ -5,12 +5,10 @@
 // grid-stride walk over Philox blocks (bitwise), are tested without a GPU. Also the emulator itself: a missing
 // barrier gives a wrong result, a barrier some threads skip fails the launch.
 #include <gtest/gtest.h>
-
 #include <torch/torch.h>
 
 #include <stdexcept>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 #include "kernels/cpu/conv_cpu.h"
@@ -18,6 +16,7 @@
 #include "kernels/dropout_kernels.h"
 #include "tests/kernels/conv_test_util.h"
 #include "tests/kernels/cuda_emulator.h"
+#include "tests/kernels/emulated_launchers.h"
 
 // After the emulator, which defines the CUDA keywords and built-ins that they use.
 #include "kernels/cuda/conv_cuda_kernels.cuh"
@@ -29,21 +28,10 @@ namespace {
 using testing::ConvCase;
 namespace emulated = kernels::cuda::impl;
 
-// Grids as on a GPU, and grids of three blocks whose weight gradient takes T in one chunk: every block then takes
-// several tiles (the grid-stride loops) and every chunk several tiles of rows, which on a GPU only very large
-// shapes do.
+// Every test once per grid of tests/kernels/emulated_launchers.h.
 template <typename Launcher>
 class CudaKernelsEmulated : public ::testing::Test {};
-using GpuSizedGrid = testing::cuda_emulator::EmulatedLauncher<>;
-using ThreeBlocks = testing::cuda_emulator::EmulatedLauncher<3, 1>;
-using Launchers = ::testing::Types<GpuSizedGrid, ThreeBlocks>;
-struct LauncherNames {
-  template <typename Launcher>
-  static std::string GetName(int) {
-    return std::is_same_v<Launcher, GpuSizedGrid> ? "GpuSizedGrid" : "ThreeBlocks";
-  }
-};
-TYPED_TEST_SUITE(CudaKernelsEmulated, Launchers, LauncherNames);
+TYPED_TEST_SUITE(CudaKernelsEmulated, testing::EmulatedLaunchers, testing::EmulatedLauncherNames);
 
 constexpr int64_t kChannels = 40;  // one whole tile of 32 channels and a partial one
 
