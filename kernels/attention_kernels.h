@@ -79,17 +79,16 @@ struct AttentionGrads {
 // x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.
 at::Tensor heads_last(const at::Tensor& x);
 
-// CUDA's route in float: the regions (PyTorch's fused kernel) or the blocks (kernels/chunked: the reference's
-// dropout masks, slower). Double always takes the blocks. Process-wide (`--cuda-attention`). kAuto, the
-// default, is the regions here, and lib/ops hands the problems of at most kAutoScoreEntries score entries
-// (B N T^2) to the reference's T x T scores instead (cuda_attention_takes_scores): there launches, not the
-// device, bound the fused routes. Measured fwd+bwd at B=8 N=4 d=64 n=8 (recipes/bench/results/gpu-*.md): at
-// T=512 (2^23 entries) the scores took 0.35x the regions' time on an H100 and 0.4x on an H200; at T=2048
-// (2^27) 1.5x and 1.3x. The bound, 2^25 (T=1024 there; about 0.5 GiB of score tensors in a fwd+bwd), lies below
-// the crossover these points put near T=1400-1500.
-// kTiles: kernels/cuda/attention_cuda_kernels.cuh, one kernel forward and two backward (float and double, head
-// size up to 128, the reference's dropout masks; the blocks take what it does not). Not yet run on a GPU,
-// so not the default: tests/kernels/attention_cuda_emulated_test.cc runs its kernels on the CPU.
+// CUDA's route: the regions (PyTorch's fused kernel; float only), the blocks (kernels/chunked: the reference's
+// dropout masks, slower) or the tiles (kTiles, below). Process-wide (`--cuda-attention`). kAuto, the default, is the
+// regions here, and lib/ops hands the problems of at most kAutoScoreEntries score entries (B N T^2) to the reference's
+// T x T scores instead (cuda_attention_takes_scores): there launches, not the device, bound the fused routes. Measured
+// fwd+bwd at B=8 N=4 d=64 n=8 (recipes/bench/results/gpu-*.md): at T=512 (2^23 entries) the scores took 0.35x the
+// regions' time on an H100 and 0.4x on an H200; at T=2048 (2^27) 1.5x and 1.3x. The bound, 2^25 (T=1024 there; about
+// 0.5 GiB of score tensors in a fwd+bwd), lies below the crossover these points put near T=1400-1500. kTiles:
+// kernels/cuda/attention_cuda_kernels.cuh, one kernel forward and two backward (float and double, head size up to 128,
+// the reference's dropout masks; the blocks take what it does not). Not yet run on a GPU, so not the default:
+// tests/kernels/attention_cuda_emulated_test.cc runs its kernels on the CPU.
 enum class CudaAttentionRoute { kAuto, kRegions, kBlocks, kTiles };
 inline constexpr int64_t kAutoScoreEntries = int64_t(1) << 25;
 void set_cuda_attention_route(CudaAttentionRoute route);
