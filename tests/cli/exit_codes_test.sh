@@ -51,21 +51,29 @@ expect_exit 3 "expected tokenized text, got pretraining examples" "$CABERT" toke
 expect_exit 3 "encoded with a different tokenizer" "$CABERT" tokenize decode -m "$work/other.model" -i "$work/tokens"
 
 # SIGTERM while build-corpus waits on a pipe: exit 143 and no output under the final name.
-( echo "One sentence."; sleep 3 ) | "$CABERT" -q build-corpus -m "$work/tok.model" -i - -o "$work/interrupted" &
-pid=$!
-sleep 1
-kill -TERM $pid 2>/dev/null || true
-code=0; wait $pid || code=$?
-[ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
+# interrupt STDERR_FILE ARGS...: cabert ARGS reading "One sentence." from a pipe (a FIFO) that stays open until it
+# has its signal handler and has been sent SIGTERM; $code is its exit status.
+interrupt() {
+  local errors=$1 pid
+  shift
+  rm -f "$work/feed"
+  mkfifo "$work/feed"
+  "$CABERT" "$@" < "$work/feed" 2> "$errors" &
+  pid=$!
+  exec 3> "$work/feed"
+  echo "One sentence." >&3
+  await_signal_handler $pid
+  kill -TERM $pid 2> /dev/null || true
+  exec 3>&-
+  code=0
+  wait $pid || code=$?
+}
+interrupt "$work/text.err" -q build-corpus -m "$work/tok.model" -i - -o "$work/interrupted"
+[ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code ($(cat "$work/text.err"))"
 [ ! -e "$work/interrupted" ] || fail "an interrupted build-corpus left its output behind"
 ls -a "$work" | grep '\.tmp\.' > /dev/null && fail "temporary file left behind"
 # With --log-format json, the notice the signal handler writes is a JSON line like every other (it was text).
-( echo "One sentence."; sleep 3 ) | "$CABERT" --log-format json build-corpus -m "$work/tok.model" -i - \
-  -o "$work/interrupted" 2> "$work/json.err" &
-pid=$!
-sleep 1
-kill -TERM $pid 2>/dev/null || true
-code=0; wait $pid || code=$?
+interrupt "$work/json.err" --log-format json build-corpus -m "$work/tok.model" -i - -o "$work/interrupted"
 [ "$code" = 143 ] || fail "expected exit 143 after SIGTERM, got $code"
 python3 - "$work/json.err" <<'PY' || fail "stderr under --log-format json: $(cat "$work/json.err")"
 import json, re, sys

@@ -17,6 +17,22 @@ expect_exit() {
   [ -z "$message" ] || grep -qF -- "$message" "$work/err" || fail "stderr of '$*' lacks '$message': $(cat "$work/err")"
 }
 
+# await_signal_handler PID: waits (at most 60 s) until the process catches SIGTERM (/proc/PID/status, SigCgt bit 15;
+# cabert installs its handler first thing in main, just before parsing its options), so that a test's signal
+# reaches the handler rather than killing a process still starting up (seconds under the sanitizers).
+await_signal_handler() {
+  local pid=$1 mask _
+  for _ in $(seq 600); do
+    mask=$(sed -n 's/^SigCgt:[[:space:]]*//p' "/proc/$pid/status" 2> /dev/null) || return 0
+    [ -n "$mask" ] || return 0
+    if (((16#$mask >> 14) & 1)); then
+      sleep 0.2  # the options parsed (the log format set)
+      return 0
+    fi
+    sleep 0.1
+  done
+}
+
 train_tokenizer() {
   "$CABERT" -q tokenize train -i "$sample/gutenberg/11-0.txt" --input-format gutenberg --vocab-size 500 \
     --sentinels 4 --lowercase --byte-fallback --model-prefix "$work/tok"
