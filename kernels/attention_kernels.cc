@@ -103,9 +103,10 @@ std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kAuto};
 
 }  // namespace
 
-at::Tensor heads_last(const at::Tensor& x) {
-  return at::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options()).transpose(1, 2).copy_(x);
+at::Tensor heads_last_empty(const at::Tensor& x) {
+  return at::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options()).transpose(1, 2);
 }
+at::Tensor heads_last(const at::Tensor& x) { return heads_last_empty(x).copy_(x); }
 
 void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
 CudaAttentionRoute cuda_attention_route() { return route; }
@@ -129,12 +130,10 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const bool from_weights = c.weights.any();
   if (from_weights) c = with_bands(c, relative_bands(c.q, c.k, c.weights, c.radius, c.scale));
   AttentionOutputs result;
-  if (route == CudaAttentionRoute::kTiles) {
 #ifdef CABERT_WITH_CUDA
-    if (cuda::tiled_attention_takes(c)) result = cuda::tiled_attention_forward(c);
+  if (route == CudaAttentionRoute::kTiles && cuda::tiled_attention_takes(c)) result = cuda::tiled_attention_forward(c);
 #endif
-  }
-  if (!result.out.defined()) {
+  if (!result.out.defined()) {  // the tiles did not take it
     result = route != CudaAttentionRoute::kBlocks && route != CudaAttentionRoute::kTiles && regions::takes(c)
                  ? regions::relative_attention_forward(c, regions::pytorch_region_kernel(c.q))
                  : chunked::relative_attention_forward(c);
@@ -164,12 +163,11 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
     banded = with_bands(c, Bands{saved.query_band, saved.key_band});
   }
   AttentionGrads grads;
-  if (saved.tiled) {
 #ifdef CABERT_WITH_CUDA
-    grads = cuda::tiled_attention_backward(grad, banded, saved);
+  if (saved.tiled) grads = cuda::tiled_attention_backward(grad, banded, saved);
 #endif
-  } else {
-    grads = saved.rng.defined()  // the forward took the regions
+  if (!grads.q.defined()) {  // the forward took the regions (their dropout states in rng) or the blocks
+    grads = saved.rng.defined()
                 ? regions::relative_attention_backward(grad, banded, saved, regions::pytorch_region_kernel(c.q))
                 : chunked::relative_attention_backward(grad, banded, saved);
   }

@@ -78,6 +78,8 @@ struct AttentionGrads {
 
 // x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.
 at::Tensor heads_last(const at::Tensor& x);
+// An uninitialised [B, N, T, d] tensor like x on [B, T, N, d] storage.
+at::Tensor heads_last_empty(const at::Tensor& x);
 
 // CUDA's route: the regions (PyTorch's fused kernel; float only), the blocks (kernels/chunked: the reference's
 // dropout masks, slower) or the tiles (kTiles, below). Process-wide (`--cuda-attention`). kAuto, the default, is the

@@ -667,7 +667,7 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
   const Shape shape = shape_of(in);
   const MaskSummary summary = summarise_mask(in.key_mask, shape);
   AttentionOutputs result;
-  result.out = at::empty({shape.batch, shape.length, shape.heads, shape.head_size}, in.q.options()).transpose(1, 2);
+  result.out = heads_last_empty(in.q);
   result.logsumexp = at::empty({shape.batch, shape.heads, shape.length}, in.q.options());
   AT_DISPATCH_FLOATING_TYPES(in.q.scalar_type(), "relative_attention_forward_cpu",
                              [&] { forward_typed<scalar_t>(in, shape, summary, result); });

@@ -194,6 +194,33 @@ __device__ __forceinline__ void row_dropout_factors(T (&factors)[kPerLane], cons
   }
 }
 
+// Writes a thread's head columns of one row: sums[chunk kChunkPerLane + c] / divisor into row[chunk kChunk + lane +
+// kLanes c] below the head size.
+template <typename T, int Chunks>
+__device__ __forceinline__ void store_row(T* row, const T (&sums)[Chunks * kChunkPerLane], T divisor, int64_t dim) {
+  const int lane = threadIdx.x % kLanes;
+  CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
+    for (int c = 0; c < kChunkPerLane; ++c) {
+      const int64_t column = int64_t(chunk) * kChunk + lane + kLanes * c;
+      if (column < dim) row[column] = sums[chunk * kChunkPerLane + c] / divisor;
+    }
+  }
+}
+
+// A tile's score gradients into the band gradient rows of the block's own rows own0 .. (one thread per row, the
+// other side's columns other0 .. in order): band_grad[row][r(row, other)] += score_grads[row - own0][other - other0].
+// The query band's rows pair with keys, the key band's with queries; r is relative_index(row, other) for both.
+template <typename T>
+__device__ __forceinline__ void add_band_grads(T* band_grad, const T* score_grads, const Problem<T>& p, int64_t bh,
+                                               int64_t own0, int64_t other0) {
+  if (band_grad == nullptr || threadIdx.x >= kRows || own0 + threadIdx.x >= p.length) return;
+  const int64_t row = own0 + threadIdx.x;
+  T* band_row = band_grad + (bh * p.length + row) * (2 * p.radius + 1);
+  for (int other = 0; other < kCols && other0 + other < p.length; ++other) {
+    band_row[math::relative_index(row, other0 + other, p.radius)] += score_grads[threadIdx.x * kStride + other];
+  }
+}
+
 // out [B, T, N, d] (heads last), logsumexp [B, N, T].
 template <typename T, int Chunks>
 CABERT_TILE_KERNEL void forward_kernel(int64_t items, Problem<T> p, T* out, T* logsumexp) {
@@ -241,14 +268,7 @@ CABERT_TILE_KERNEL void forward_kernel(int64_t items, Problem<T> p, T* out, T* l
       }
     }
     if (i < p.length) {
-      T* out_row = out + ((b * p.length + i) * p.heads + h) * p.dim;
-      CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        for (int c = 0; c < kChunkPerLane; ++c) {
-          const int64_t column = int64_t(chunk) * kChunk + lane + kLanes * c;
-          if (column < p.dim) out_row[column] = accumulators[chunk * kChunkPerLane + c] / running_sum;
-        }
-      }
+      store_row<T, Chunks>(out + ((b * p.length + i) * p.heads + h) * p.dim, accumulators, running_sum, p.dim);
       if (lane == 0) logsumexp[bh * p.length + i] = running_max + log(running_sum);
     }
   }
@@ -293,7 +313,7 @@ CABERT_TILE_KERNEL void query_grad_kernel(int64_t items, Problem<T> p, GradientI
   __shared__ T queries[kRows * kStride], keys[kCols * kStride], grads[kRows * kStride], values[kCols * kStride],
       score_grads[kRows * kStride];
   const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t tiles = (p.length + kRows - 1) / kRows, width = 2 * p.radius + 1;
+  const int64_t tiles = (p.length + kRows - 1) / kRows;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, i0 = item % tiles * kRows, i = i0 + r;
     const T lse = i < p.length ? g.logsumexp[bh * p.length + i] : T(0);
@@ -321,26 +341,11 @@ CABERT_TILE_KERNEL void query_grad_kernel(int64_t items, Problem<T> p, GradientI
         __syncthreads();
         add_weighted_rows(accumulators + chunk * kChunkPerLane, score_grads, keys, p.scale);
       }
-      // The query band's gradient: row i's entries in key order, by one thread per row (the next tile's
-      // barriers come before its score gradients are overwritten).
-      if (query_band_grad != nullptr && threadIdx.x < kRows && i0 + threadIdx.x < p.length) {
-        const int64_t row = i0 + threadIdx.x;
-        T* band_row = query_band_grad + (bh * p.length + row) * width;
-        for (int j = 0; j < kCols && j0 + j < p.length; ++j) {
-          band_row[math::relative_index(row, j0 + j, p.radius)] += score_grads[threadIdx.x * kStride + j];
-        }
-      }
+      // The next tile's barriers come before its score gradients are overwritten.
+      add_band_grads(query_band_grad, score_grads, p, bh, i0, j0);
     }
-    if (i < p.length) {
-      T* row = grad_q + ((b * p.length + i) * p.heads + h) * p.dim;
-      CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        for (int c = 0; c < kChunkPerLane; ++c) {
-          const int64_t column = int64_t(chunk) * kChunk + lane + kLanes * c;
-          if (column < p.dim) row[column] = accumulators[chunk * kChunkPerLane + c];
-        }
-      }
-    }
+    if (i < p.length)
+      store_row<T, Chunks>(grad_q + ((b * p.length + i) * p.heads + h) * p.dim, accumulators, T(1), p.dim);
   }
 }
 
@@ -355,7 +360,7 @@ CABERT_TILE_KERNEL void key_grad_kernel(int64_t items, Problem<T> p, GradientInp
   T* const score_grads = keys;
   T* const dropped = values;
   const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t tiles = (p.length + kRows - 1) / kRows, width = 2 * p.radius + 1;
+  const int64_t tiles = (p.length + kRows - 1) / kRows;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
     const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, j0 = item % tiles * kRows, j = j0 + r;
     T key_sums[Chunks * kChunkPerLane], value_sums[Chunks * kChunkPerLane];
@@ -396,27 +401,12 @@ CABERT_TILE_KERNEL void key_grad_kernel(int64_t items, Problem<T> p, GradientInp
         add_weighted_rows(key_sums + chunk * kChunkPerLane, score_grads, queries, p.scale);
         add_weighted_rows(value_sums + chunk * kChunkPerLane, dropped, grads, T(1));
       }
-      // The key band's gradient: row j's entries in query order, by one thread per row.
-      if (key_band_grad != nullptr && threadIdx.x < kRows && j0 + threadIdx.x < p.length) {
-        const int64_t row = j0 + threadIdx.x;
-        T* band_row = key_band_grad + (bh * p.length + row) * width;
-        for (int i = 0; i < kCols && i0 + i < p.length; ++i) {
-          band_row[math::relative_index(row, i0 + i, p.radius)] += score_grads[threadIdx.x * kStride + i];
-        }
-      }
+      add_band_grads(key_band_grad, score_grads, p, bh, j0, i0);
     }
     if (j < p.length) {
       const int64_t offset = ((b * p.length + j) * p.heads + h) * p.dim;
-      CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        for (int c = 0; c < kChunkPerLane; ++c) {
-          const int64_t column = int64_t(chunk) * kChunk + lane + kLanes * c;
-          if (column < p.dim) {
-            grad_k[offset + column] = key_sums[chunk * kChunkPerLane + c];
-            grad_v[offset + column] = value_sums[chunk * kChunkPerLane + c];
-          }
-        }
-      }
+      store_row<T, Chunks>(grad_k + offset, key_sums, T(1), p.dim);
+      store_row<T, Chunks>(grad_v + offset, value_sums, T(1), p.dim);
     }
   }
 }
@@ -451,16 +441,12 @@ Problem<T> problem_of(const AttentionInputs& in) {
   return p;
 }
 
-// [B, N, T, d] on [B, T, N, d] storage.
-inline at::Tensor heads_last_empty(const at::Tensor& q) {
-  return at::empty({q.size(0), q.size(2), q.size(1), q.size(3)}, q.options()).transpose(1, 2);
-}
-
+// The bands as the kernels read them: checked inputs have contiguous bands, but a query band of beta alone
+// (kernels/relative_bands.h) is an expanded view.
 inline AttentionInputs with_contiguous_bands(const AttentionInputs& in) {
   AttentionInputs c = in;
   if (c.query_band.defined()) c.query_band = c.query_band.contiguous();
   if (c.key_band.defined()) c.key_band = c.key_band.contiguous();
-  if (c.key_mask.defined()) c.key_mask = c.key_mask.contiguous();
   return c;
 }
 
