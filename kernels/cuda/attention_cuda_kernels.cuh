@@ -4,10 +4,12 @@
 // includes tests/kernels/cuda_emulator.h first and runs these kernels on the CPU (the Launcher as in
 // conv_cuda_kernels.cuh).
 //
-// FlashAttention's scheme without tensor cores (float or double throughout): one block of 256 threads per tile of
-// 32 rows of one (batch, head), walking the other side's tiles of 32; the head dimension passes through shared
-// memory in chunks of 32 (up to kMaxHeadDim); the 32 x 32 scores of a tile give each thread 4 consecutive columns
-// of one row, a row's 8 threads reducing with warp shuffles. Three kernels, nothing T x T in memory:
+// FlashAttention's scheme on the CUDA cores (no tensor cores; float or double throughout), laid out as a SIMT
+// matrix product: a block of 16 x 16 threads takes a tile of kTile rows of one (batch, head) (64 in float, 32 in
+// double) and walks the other side's tiles of kTile. Each thread owns a G x G square of every tile (G = 16 bytes of
+// T: 4 floats or 2 doubles): rows 16-aligned groups rg G .. rg G + G - 1, columns cg G .. cg G + G - 1, so one
+// product step reads one 16-byte vector per row and per column from shared memory for G x G multiply-adds. A row's
+// 16 threads are 16 lanes of one warp and reduce with warp shuffles. Three kernels, nothing T x T in memory:
 //   - forward, per query tile: online softmax over the key tiles; writes the output and the row log-sum-exp;
 //   - query gradients, per query tile: recomputes each tile's probabilities from the log-sum-exp, dS = P (dP -
 //     rowsum(dO o O)), accumulates dq and the query band's gradient row;
@@ -29,22 +31,25 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "kernels/attention_kernels.h"
 #include "kernels/conv_math.h"
 #include "kernels/key_mask_facts.h"
 #include "kernels/philox.h"
 
-// Loops over the head's chunks run at most Chunks times (a kernel's template argument: 2 up to a head size of 64,
-// else kMaxChunks): unrolled on the device, so that the accumulators stay in registers, as many as the head needs.
-// Every kernel here runs blocks of kThreads threads: the bound makes the compiler keep within the registers
-// that a block of that size may take (65,536 per block).
+// Loops over a thread's rows, columns and output chunks have constant trip counts: unrolled on the device, so that
+// the squares stay in registers. Every kernel here runs blocks of kThreads threads: the bound makes the compiler keep
+// within the registers that a block of that size may take (65,536 per block). The shared tiles are read as 16-byte
+// vectors, so they are 16-byte aligned.
 #if defined(__CUDACC__)
 #define CABERT_UNROLL _Pragma("unroll")
 #define CABERT_TILE_KERNEL __global__ __launch_bounds__(256)
+#define CABERT_SHARED_TILE __shared__ __align__(16)
 #else
 #define CABERT_UNROLL
 #define CABERT_TILE_KERNEL __global__
+#define CABERT_SHARED_TILE __shared__
 #endif
 
 namespace cabert::kernels::cuda::impl::tiles {
@@ -52,19 +57,36 @@ namespace cabert::kernels::cuda::impl::tiles {
 using std::exp;
 using std::log;
 
-constexpr int kThreads = 256;
-constexpr int kRows = 32;                       // a block's own rows: queries (forward, dq) or keys (dk, dv)
-constexpr int kCols = 32;                       // the other side's tile
-constexpr int kChunk = 32;                      // head dimensions per pass through shared memory
-constexpr int kLanes = kThreads / kRows;        // threads per row
-constexpr int kPerLane = kCols / kLanes;        // a thread's columns of the score tile: lane kPerLane + m
-constexpr int kChunkPerLane = kChunk / kLanes;  // a thread's head dimensions of a chunk: lane + kLanes c
+constexpr int kSide = 16;  // threads along a tile's rows and along its columns
+constexpr int kThreads = kSide * kSide;
+constexpr int kChunk = 32;  // head dimensions per pass of the score products through shared memory
 constexpr int kMaxHeadDim = 128;
-constexpr int kMaxChunks = kMaxHeadDim / kChunk;
-constexpr int kNarrowChunks = 2;     // the kernels for heads of up to 64
-constexpr int kStride = kChunk + 1;  // shared rows padded against bank conflicts
-static_assert(kRows == kCols && kChunk == kCols && kLanes * kRows == kThreads && 32 % kLanes == 0, "tile shape");
 static_assert(kThreads == 256, "CABERT_TILE_KERNEL's launch bound");
+static_assert(32 % kSide == 0, "a row's threads are lanes of one warp");
+
+// The tile shapes of element type T.
+template <typename T>
+struct Shape {
+  static constexpr int kGroup = 16 / static_cast<int>(sizeof(T));  // a thread's rows and columns: one 16-byte vector
+  static constexpr int kTile = kSide * kGroup;                     // a block's rows; the other side's tile
+  // Row strides of the shared tiles, padded by a vector: [kTile][kTile] tiles (the weights of a product and the
+  // rows it weighs), and chunk tiles [kTile][kChunk], whose rows are further skewed by a vector per group of kGroup
+  // rows (chunk_offset), so that the 16 threads reading the rows cg G + b of a column group hit distinct banks.
+  static constexpr int kStride = kTile + kGroup;
+  static constexpr int kChunkStride = kChunk + kGroup;
+  static constexpr int kChunkTileSize = kTile * kChunkStride + kTile;
+  // Output columns (head dimensions) pass in chunks of kTile: the chunk counts of the kernels for heads of up to 64
+  // and up to kMaxHeadDim.
+  static constexpr int kNarrowChunks = (64 + kTile - 1) / kTile;
+  static constexpr int kMaxChunks = (kMaxHeadDim + kTile - 1) / kTile;
+  static_assert(kChunk % kGroup == 0 && kTile % kGroup == 0, "vectors tile the chunks");
+  static_assert(kTile * kStride <= 2 * kChunkTileSize, "a rows tile fits in the two chunk tiles it replaces");
+};
+
+template <typename T>
+CABERT_HOST_DEVICE int chunk_offset(int row) {
+  return row * Shape<T>::kChunkStride + row / Shape<T>::kGroup * Shape<T>::kGroup;
+}
 
 // [B, N, T, d] with the last dimension contiguous.
 template <typename T>
@@ -89,6 +111,14 @@ struct Problem {
   uint64_t seed, offset;
 };
 
+// A thread's place in the tiles: rows rg G + a and columns cg G + b (a, b < G) of every tile.
+struct Place {
+  int rg, cg;
+};
+__device__ __forceinline__ Place place() {
+  return {static_cast<int>(threadIdx.x) / kSide, static_cast<int>(threadIdx.x) % kSide};
+}
+
 template <typename T>
 __device__ __forceinline__ T negative_infinity() {
   return -std::numeric_limits<T>::infinity();
@@ -98,57 +128,125 @@ __device__ __forceinline__ T larger(T a, T b) {
   return a > b ? a : b;
 }
 
-// The row's reductions over its kLanes threads (consecutive lanes of one warp).
+// The reductions over a row's kSide threads (kSide consecutive lanes of one warp).
 template <typename T>
 __device__ __forceinline__ T row_max(T x) {
-  for (int lane_mask = 1; lane_mask < kLanes; lane_mask <<= 1) {
+  for (int lane_mask = 1; lane_mask < kSide; lane_mask <<= 1) {
     x = larger(x, __shfl_xor_sync(0xffffffffu, x, lane_mask));
   }
   return x;
 }
 template <typename T>
 __device__ __forceinline__ T row_sum(T x) {
-  for (int lane_mask = 1; lane_mask < kLanes; lane_mask <<= 1) x += __shfl_xor_sync(0xffffffffu, x, lane_mask);
+  for (int lane_mask = 1; lane_mask < kSide; lane_mask <<= 1) x += __shfl_xor_sync(0xffffffffu, x, lane_mask);
   return x;
 }
 
-// Fills a kRows x kChunk shared tile with head dimensions c0 .. c0 + kChunk - 1 of rows first .. first + kRows - 1
-// of one head, zero past the length or the head dimension (coalesced: consecutive threads, consecutive columns).
+// to[0 .. G) = from[0 .. G): one 16-byte shared load on the device (from 16-byte aligned).
+#if defined(__CUDACC__)
+__device__ __forceinline__ void load_vector(float (&to)[4], const float* from) {
+  const float4 v = *reinterpret_cast<const float4*>(from);
+  to[0] = v.x, to[1] = v.y, to[2] = v.z, to[3] = v.w;
+}
+__device__ __forceinline__ void load_vector(double (&to)[2], const double* from) {
+  const double2 v = *reinterpret_cast<const double2*>(from);
+  to[0] = v.x, to[1] = v.y;
+}
+#else
+template <typename T, int G>
+void load_vector(T (&to)[G], const T* from) {
+  for (int e = 0; e < G; ++e) to[e] = from[e];
+}
+#endif
+
+// Fills a chunk tile with head dimensions c0 .. c0 + kChunk - 1 of rows first .. first + kTile - 1 of one head, zero
+// past the length or the head dimension (coalesced: a warp reads one row's kChunk consecutive elements).
 template <typename T>
 __device__ void load_chunk(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
                            int64_t c0, int64_t dim) {
-  for (int e = threadIdx.x; e < kRows * kChunk; e += kThreads) {
+  for (int e = threadIdx.x; e < Shape<T>::kTile * kChunk; e += kThreads) {
     const int r = e / kChunk, c = e % kChunk;
     const int64_t t = first + r;
-    tile[r * kStride + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
+    tile[chunk_offset<T>(r) + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
   }
 }
 
-// sums[m] += own row . other row (lane kPerLane + m) over one chunk.
+// Fills a [kTile][kTile] tile with head dimensions c0 .. c0 + kTile - 1 of rows first .. (as load_chunk).
 template <typename T>
-__device__ __forceinline__ void add_products(T (&sums)[kPerLane], const T* own, const T* other) {
-  const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  for (int c = 0; c < kChunk; ++c) {
-    const T a = own[r * kStride + c];
-    for (int m = 0; m < kPerLane; ++m) sums[m] += a * other[(lane * kPerLane + m) * kStride + c];
+__device__ void load_rows(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
+                          int64_t c0, int64_t dim) {
+  constexpr int kTile = Shape<T>::kTile;
+  for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
+    const int r = e / kTile, c = e % kTile;
+    const int64_t t = first + r;
+    tile[r * Shape<T>::kStride + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
   }
 }
 
-// accumulators[base + c] += sum over the tile's columns j of weights[r][j] other[j][lane + kLanes c].
-template <typename T>
-__device__ __forceinline__ void add_weighted_rows(T* accumulators, const T* weights, const T* other, T factor) {
-  const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  for (int c = 0; c < kChunkPerLane; ++c) {
-    T sum = T(0);
-    for (int j = 0; j < kCols; ++j) sum += weights[r * kStride + j] * other[j * kStride + lane + kLanes * c];
-    accumulators[c] += factor * sum;
+// sums[a][b] += own row (rg G + a) . other row (cg G + b) over one chunk (two chunk tiles).
+template <typename T, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void add_products(T (&sums)[G][G], const T* own, const T* other) {
+  const Place at = place();
+  for (int c = 0; c < kChunk; c += G) {
+    T columns[G][G];
+    CABERT_UNROLL for (int b = 0; b < G; ++b) load_vector(columns[b], other + chunk_offset<T>(at.cg * G + b) + c);
+    CABERT_UNROLL for (int a = 0; a < G; ++a) {
+      T row[G];
+      load_vector(row, own + chunk_offset<T>(at.rg * G + a) + c);
+      CABERT_UNROLL for (int b = 0; b < G; ++b) {
+        CABERT_UNROLL for (int e = 0; e < G; ++e) sums[a][b] += row[e] * columns[b][e];
+      }
+    }
   }
 }
 
-// Whether key j takes part in query i's softmax (both inside the length, j a real key).
+// sums[a][b] += sum over the tile's columns j of weights[rg G + a][j] rows[j][cg G + b] ([kTile][kTile] tiles).
+template <typename T, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void add_weighted_rows(T (&sums)[G][G], const T* weights, const T* rows) {
+  constexpr int kStride = Shape<T>::kStride;
+  const Place at = place();
+  for (int j = 0; j < Shape<T>::kTile; j += G) {
+    T w[G][G];
+    CABERT_UNROLL for (int a = 0; a < G; ++a) load_vector(w[a], weights + (at.rg * G + a) * kStride + j);
+    CABERT_UNROLL for (int e = 0; e < G; ++e) {
+      T row[G];
+      load_vector(row, rows + (j + e) * kStride + at.cg * G);
+      CABERT_UNROLL for (int a = 0; a < G; ++a) {
+        CABERT_UNROLL for (int b = 0; b < G; ++b) sums[a][b] += w[a][e] * row[b];
+      }
+    }
+  }
+}
+
+// A thread's square into its place of a [kTile][kTile] weights tile (one 16-byte store per row on the device).
+template <typename T, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void store_square(T* tile, const T (&square)[G][G]) {
+  const Place at = place();
+  CABERT_UNROLL for (int a = 0; a < G; ++a) {
+    CABERT_UNROLL for (int b = 0; b < G; ++b) tile[(at.rg * G + a) * Shape<T>::kStride + at.cg * G + b] = square[a][b];
+  }
+}
+
+// The square's products over the head, one chunk tile pair at a time: sums[a][b] = own rows own0 + rg G + a of
+// `own_rows` . rows other0 + cg G + b of `other_rows` (barriers before each fill and before the products).
+template <typename T, int G = Shape<T>::kGroup>
+__device__ void head_products(T (&sums)[G][G], const Problem<T>& p, int64_t b, int64_t h,
+                              const HeadRows<const T>& own_rows, int64_t own0, const HeadRows<const T>& other_rows,
+                              int64_t other0, T* own_tile, T* other_tile) {
+  CABERT_UNROLL for (int a = 0; a < G; ++a) { CABERT_UNROLL for (int c = 0; c < G; ++c) sums[a][c] = T(0); }
+  for (int64_t c0 = 0; c0 < p.dim; c0 += kChunk) {
+    __syncthreads();
+    load_chunk(own_tile, own_rows, b, h, own0, p.length, c0, p.dim);
+    load_chunk(other_tile, other_rows, b, h, other0, p.length, c0, p.dim);
+    __syncthreads();
+    add_products(sums, own_tile, other_tile);
+  }
+}
+
+// Whether key j takes part in the softmax of an existing query (j inside the length and a real key).
 template <typename T>
-__device__ __forceinline__ bool takes_part(const Problem<T>& p, int64_t b, int64_t i, int64_t j) {
-  return i < p.length && j < p.length && math::is_real(math::mask_row(p.key_mask, b, p.length), j);
+__device__ __forceinline__ bool is_key(const Problem<T>& p, int64_t b, int64_t j) {
+  return j < p.length && math::is_real(math::mask_row(p.key_mask, b, p.length), j);
 }
 
 // s_ij from the product q_i . k_j.
@@ -161,21 +259,11 @@ __device__ __forceinline__ T score(const Problem<T>& p, int64_t bh, int64_t i, i
   return s;
 }
 
-// z_ij / (1 - p): the reference's mask, element ((b N + h) T + i) T + j of the [B, N, T, T] probabilities (the key
-// kernel's; the others draw a row's four columns at once, row_dropout_factors).
-template <typename T>
-__device__ __forceinline__ T dropout_factor(const Problem<T>& p, int64_t bh, int64_t i, int64_t j) {
-  if (p.dropout_p <= 0) return T(1);
-  const uint64_t index =
-      static_cast<uint64_t>(bh * p.length + i) * static_cast<uint64_t>(p.length) + static_cast<uint64_t>(j);
-  return philox::keep(p.seed, p.offset, index, p.dropout_p) ? p.kept : T(0);
-}
-
-// dropout_factor of the consecutive keys j .. j + kPerLane - 1 of query i (a thread's columns in the forward and the
-// query kernel): their indices are consecutive, so at most two Philox blocks serve the four.
-template <typename T>
-__device__ __forceinline__ void row_dropout_factors(T (&factors)[kPerLane], const Problem<T>& p, int64_t bh, int64_t i,
-                                                    int64_t j) {
+// z_ij / (1 - p) for the consecutive keys j .. j + G - 1 of query i: the reference's mask, element ((b N + h) T + i)
+// T + j of the [B, N, T, T] probabilities. The indices are consecutive, so at most two Philox blocks serve them.
+template <typename T, int G>
+__device__ __forceinline__ void dropout_factors(T (&factors)[G], const Problem<T>& p, int64_t bh, int64_t i,
+                                                int64_t j) {
   if (p.dropout_p <= 0) {
     for (T& f : factors) f = T(1);
     return;
@@ -184,92 +272,152 @@ __device__ __forceinline__ void row_dropout_factors(T (&factors)[kPerLane], cons
       static_cast<uint64_t>(bh * p.length + i) * static_cast<uint64_t>(p.length) + static_cast<uint64_t>(j);
   uint64_t block = first >> 2;
   philox::Words words = philox::block(p.seed, p.offset, block);
-  for (int m = 0; m < kPerLane; ++m) {
+  CABERT_UNROLL for (int m = 0; m < G; ++m) {
     const uint64_t index = first + static_cast<uint64_t>(m);
     if (index >> 2 != block) {
       block = index >> 2;
       words = philox::block(p.seed, p.offset, block);
     }
-    factors[m] = philox::uniform(words.w[index & 3]) >= p.dropout_p ? p.kept : T(0);
+    const int word = static_cast<int>(index & 3);  // selected, not indexed: the words stay in registers
+    const uint32_t bits = word == 0 ? words.w[0] : word == 1 ? words.w[1] : word == 2 ? words.w[2] : words.w[3];
+    factors[m] = philox::uniform(bits) >= p.dropout_p ? p.kept : T(0);
   }
 }
 
-// Writes a thread's head columns of one row: sums[chunk kChunkPerLane + c] / divisor into row[chunk kChunk + lane +
-// kLanes c] below the head size.
-template <typename T, int Chunks>
-__device__ __forceinline__ void store_row(T* row, const T (&sums)[Chunks * kChunkPerLane], T divisor, int64_t dim) {
-  const int lane = threadIdx.x % kLanes;
-  CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-    for (int c = 0; c < kChunkPerLane; ++c) {
-      const int64_t column = int64_t(chunk) * kChunk + lane + kLanes * c;
-      if (column < dim) row[column] = sums[chunk * kChunkPerLane + c] / divisor;
+// A tile's score gradients into the band gradient rows of the block's own rows (a thread's square: own rows own +
+// a, the other side's columns other + b): band_grad[row][r(row, other)] += score_grads[a][b], r the
+// relative_index for both bands (the query band's rows pair with keys, the key band's with queries). Inside the
+// radius a (row, r) pair has one element, which its thread adds; the edges r = 0 and 2 radius sum a run of
+// elements, in a fixed order: the thread's own, then across the row's threads (shuffles), added by the first.
+template <typename T, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void add_band_grads(T* band_grad, const T (&score_grads)[G][G], const Problem<T>& p,
+                                               int64_t bh, int64_t own, int64_t other) {
+  if (band_grad == nullptr) return;
+  const int64_t width = 2 * p.radius + 1;
+  CABERT_UNROLL for (int a = 0; a < G; ++a) {
+    const int64_t row = own + a;
+    T* band_row = band_grad + (bh * p.length + math::min64(row, p.length - 1)) * width;
+    T first_edge = T(0), last_edge = T(0);
+    CABERT_UNROLL for (int b = 0; b < G; ++b) {
+      const int64_t r = math::relative_index(row, other + b, p.radius);
+      if (r == 0) {
+        first_edge += score_grads[a][b];
+      } else if (r == width - 1) {
+        last_edge += score_grads[a][b];
+      } else if (row < p.length && other + b < p.length) {
+        band_row[r] += score_grads[a][b];
+      }
+    }
+    first_edge = row_sum(first_edge);
+    last_edge = row_sum(last_edge);
+    if (threadIdx.x % kSide == 0 && row < p.length) {
+      band_row[0] += first_edge;
+      if (width > 1) band_row[width - 1] += last_edge;
     }
   }
 }
 
-// A tile's score gradients into the band gradient rows of the block's own rows own0 .. (one thread per row, the
-// other side's columns other0 .. in order): band_grad[row][r(row, other)] += score_grads[row - own0][other - other0].
-// The query band's rows pair with keys, the key band's with queries; r is relative_index(row, other) for both.
-template <typename T>
-__device__ __forceinline__ void add_band_grads(T* band_grad, const T* score_grads, const Problem<T>& p, int64_t bh,
-                                               int64_t own0, int64_t other0) {
-  if (band_grad == nullptr || threadIdx.x >= kRows || own0 + threadIdx.x >= p.length) return;
-  const int64_t row = own0 + threadIdx.x;
-  T* band_row = band_grad + (bh * p.length + row) * (2 * p.radius + 1);
-  for (int other = 0; other < kCols && other0 + other < p.length; ++other) {
-    band_row[math::relative_index(row, other0 + other, p.radius)] += score_grads[threadIdx.x * kStride + other];
+// Writes a thread's head columns of its rows rows0 + a (below the length): sums[chunk][a][b] factor[a] into
+// head column chunk kTile + cg G + b (below the head size) of out [B, T, N, d] (heads last).
+template <typename T, int Chunks, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void store_rows(T* out, const T (&sums)[Chunks][G][G], const T (&factor)[G],
+                                           const Problem<T>& p, int64_t b, int64_t h, int64_t rows0) {
+  const Place at = place();
+  CABERT_UNROLL for (int a = 0; a < G; ++a) {
+    const int64_t t = rows0 + a;
+    if (t >= p.length) continue;
+    T* row = out + ((b * p.length + t) * p.heads + h) * p.dim;
+    CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
+      CABERT_UNROLL for (int c = 0; c < G; ++c) {
+        const int64_t column = int64_t(chunk) * Shape<T>::kTile + at.cg * G + c;
+        if (column < p.dim) row[column] = sums[chunk][a][c] * factor[a];
+      }
+    }
+  }
+}
+
+// sums[chunk] += weights (a [kTile][kTile] tile) x rows first .. of `rows`, head columns chunk kTile .. : one
+// rows tile per chunk of the head, in `tile` (barriers before each fill and before the products).
+template <typename T, int Chunks, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void add_weighted_head(T (&sums)[Chunks][G][G], const Problem<T>& p, const T* weights,
+                                                  const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first,
+                                                  T* tile) {
+  CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
+    if (int64_t(chunk) * Shape<T>::kTile >= p.dim) break;
+    __syncthreads();
+    load_rows(tile, rows, b, h, first, p.length, int64_t(chunk) * Shape<T>::kTile, p.dim);
+    __syncthreads();
+    add_weighted_rows(sums[chunk], weights, tile);
+  }
+}
+
+template <typename T, int Chunks, int G = Shape<T>::kGroup>
+__device__ __forceinline__ void clear(T (&sums)[Chunks][G][G]) {
+  CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
+    CABERT_UNROLL for (int a = 0; a < G; ++a) { CABERT_UNROLL for (int b = 0; b < G; ++b) sums[chunk][a][b] = T(0); }
   }
 }
 
 // out [B, T, N, d] (heads last), logsumexp [B, N, T].
 template <typename T, int Chunks>
 CABERT_TILE_KERNEL void forward_kernel(int64_t items, Problem<T> p, T* out, T* logsumexp) {
-  __shared__ T own[kRows * kStride], other[kCols * kStride], probabilities[kRows * kStride];
-  const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t tiles = (p.length + kRows - 1) / kRows;
+  using S = Shape<T>;
+  constexpr int G = S::kGroup;
+  // Two chunk tiles (q and k) for the scores, then one rows tile (v); the dropped probabilities.
+  CABERT_SHARED_TILE T chunks[2 * S::kChunkTileSize];
+  CABERT_SHARED_TILE T probabilities[S::kTile * S::kStride];
+  const Place at = place();
+  const int64_t tiles = (p.length + S::kTile - 1) / S::kTile;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, i0 = item % tiles * kRows, i = i0 + r;
-    T accumulators[Chunks * kChunkPerLane];
-    for (T& a : accumulators) a = T(0);
-    T running_max = negative_infinity<T>(), running_sum = T(0);
-    for (int64_t j0 = 0; j0 < p.length; j0 += kCols) {
-      T products[kPerLane] = {};
-      for (int64_t c0 = 0; c0 < p.dim; c0 += kChunk) {
-        __syncthreads();
-        load_chunk(own, p.q, b, h, i0, p.length, c0, p.dim);
-        load_chunk(other, p.k, b, h, j0, p.length, c0, p.dim);
-        __syncthreads();
-        add_products(products, own, other);
+    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, i0 = item % tiles * S::kTile;
+    const int64_t rows0 = i0 + at.rg * G;
+    T sums[Chunks][G][G];
+    clear(sums);
+    T running_max[G], running_sum[G];
+    for (int a = 0; a < G; ++a) running_max[a] = negative_infinity<T>(), running_sum[a] = T(0);
+    for (int64_t j0 = 0; j0 < p.length; j0 += S::kTile) {
+      const int64_t columns0 = j0 + at.cg * G;
+      T scores[G][G];
+      head_products(scores, p, b, h, p.q, i0, p.k, j0, chunks, chunks + S::kChunkTileSize);
+      bool real[G];
+      for (int c = 0; c < G; ++c) real[c] = is_key(p, b, columns0 + c);
+      T dropped[G][G], rescale[G];
+      CABERT_UNROLL for (int a = 0; a < G; ++a) {
+        const int64_t i = rows0 + a;
+        T tile_max = negative_infinity<T>();
+        CABERT_UNROLL for (int c = 0; c < G; ++c) {
+          scores[a][c] = i < p.length && real[c] ? score(p, bh, i, columns0 + c, scores[a][c]) : negative_infinity<T>();
+          tile_max = larger(tile_max, scores[a][c]);
+        }
+        const T new_max = larger(running_max[a], row_max(tile_max));
+        rescale[a] = running_max[a] == negative_infinity<T>() ? T(0) : exp(running_max[a] - new_max);
+        T factors[G];
+        dropout_factors(factors, p, bh, i, columns0);
+        T tile_sum = T(0);
+        CABERT_UNROLL for (int c = 0; c < G; ++c) {
+          const T e = scores[a][c] == negative_infinity<T>() ? T(0) : exp(scores[a][c] - new_max);
+          tile_sum += e;
+          dropped[a][c] = e * factors[c];
+        }
+        running_sum[a] = running_sum[a] * rescale[a] + row_sum(tile_sum);
+        running_max[a] = new_max;
       }
-      T scores[kPerLane], factors[kPerLane], tile_max = negative_infinity<T>();
-      row_dropout_factors(factors, p, bh, i, j0 + lane * kPerLane);
-      for (int m = 0; m < kPerLane; ++m) {
-        const int64_t j = j0 + lane * kPerLane + m;
-        scores[m] = takes_part(p, b, i, j) ? score(p, bh, i, j, products[m]) : negative_infinity<T>();
-        tile_max = larger(tile_max, scores[m]);
-      }
-      const T new_max = larger(running_max, row_max(tile_max));
-      const T rescale = running_max == negative_infinity<T>() ? T(0) : exp(running_max - new_max);
-      T tile_sum = T(0);
-      for (int m = 0; m < kPerLane; ++m) {
-        const T e = scores[m] == negative_infinity<T>() ? T(0) : exp(scores[m] - new_max);
-        tile_sum += e;
-        probabilities[r * kStride + lane * kPerLane + m] = e * factors[m];
-      }
-      running_sum = running_sum * rescale + row_sum(tile_sum);
-      running_max = new_max;
-      for (T& a : accumulators) a *= rescale;
       CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        __syncthreads();  // the probabilities written, the previous chunk of V read
-        load_chunk(other, p.v, b, h, j0, p.length, int64_t(chunk) * kChunk, p.dim);
-        __syncthreads();
-        add_weighted_rows(accumulators + chunk * kChunkPerLane, probabilities, other, T(1));
+        CABERT_UNROLL for (int a = 0; a < G; ++a) {
+          CABERT_UNROLL for (int c = 0; c < G; ++c) sums[chunk][a][c] *= rescale[a];
+        }
       }
+      // Every thread passed head_products' first barrier after reading the previous tile's probabilities.
+      store_square(probabilities, dropped);
+      add_weighted_head(sums, p, probabilities, p.v, b, h, j0, chunks);
     }
-    if (i < p.length) {
-      store_row<T, Chunks>(out + ((b * p.length + i) * p.heads + h) * p.dim, accumulators, running_sum, p.dim);
-      if (lane == 0) logsumexp[bh * p.length + i] = running_max + log(running_sum);
+    T inverse[G];
+    for (int a = 0; a < G; ++a) inverse[a] = T(1) / running_sum[a];
+    store_rows(out, sums, inverse, p, b, h, rows0);
+    if (at.cg == 0) {
+      for (int a = 0; a < G; ++a) {
+        if (rows0 + a < p.length) logsumexp[bh * p.length + rows0 + a] = running_max[a] + log(running_sum[a]);
+      }
     }
   }
 }
@@ -282,27 +430,20 @@ struct GradientInputs {
   const T* delta;
 };
 
-// Both backward kernels' products for queries i0 .. and keys j0 ..: products q_i . k_j and grad_products
-// dO_i . v_j, a thread's row the block's own (a query when own_queries, else a key) and its columns the other side's.
-template <typename T>
-__device__ __forceinline__ void backward_products(T (&products)[kPerLane], T (&grad_products)[kPerLane],
-                                                  const Problem<T>& p, const GradientInputs<T>& g, int64_t b, int64_t h,
-                                                  int64_t i0, int64_t j0, bool own_queries, T* queries, T* keys,
-                                                  T* grads, T* values) {
-  for (int64_t c0 = 0; c0 < p.dim; c0 += kChunk) {
-    __syncthreads();
-    load_chunk(queries, p.q, b, h, i0, p.length, c0, p.dim);
-    load_chunk(keys, p.k, b, h, j0, p.length, c0, p.dim);
-    load_chunk(grads, g.grad_out, b, h, i0, p.length, c0, p.dim);
-    load_chunk(values, p.v, b, h, j0, p.length, c0, p.dim);
-    __syncthreads();
-    if (own_queries) {
-      add_products(products, queries, keys);
-      add_products(grad_products, grads, values);
-    } else {
-      add_products(products, keys, queries);
-      add_products(grad_products, values, grads);
-    }
+// Both backward kernels' products for the tiles of own rows own0 .. and other rows other0 ..: products q_i . k_j and
+// grad_products dO_i . v_j, a thread's rows the block's own (queries when own_queries, else keys), its columns the
+// other side's; `chunks` holds two chunk tiles.
+template <typename T, int G>
+__device__ __forceinline__ void backward_products(T (&products)[G][G], T (&grad_products)[G][G], const Problem<T>& p,
+                                                  const GradientInputs<T>& g, int64_t b, int64_t h, int64_t own0,
+                                                  int64_t other0, bool own_queries, T* chunks) {
+  T* const other_tile = chunks + Shape<T>::kChunkTileSize;
+  if (own_queries) {
+    head_products(products, p, b, h, p.q, own0, p.k, other0, chunks, other_tile);
+    head_products(grad_products, p, b, h, g.grad_out, own0, p.v, other0, chunks, other_tile);
+  } else {
+    head_products(products, p, b, h, p.k, own0, p.q, other0, chunks, other_tile);
+    head_products(grad_products, p, b, h, p.v, own0, g.grad_out, other0, chunks, other_tile);
   }
 }
 
@@ -310,42 +451,50 @@ __device__ __forceinline__ void backward_products(T (&products)[kPerLane], T (&g
 template <typename T, int Chunks>
 CABERT_TILE_KERNEL void query_grad_kernel(int64_t items, Problem<T> p, GradientInputs<T> g, T* grad_q,
                                           T* query_band_grad) {
-  __shared__ T queries[kRows * kStride], keys[kCols * kStride], grads[kRows * kStride], values[kCols * kStride],
-      score_grads[kRows * kStride];
-  const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t tiles = (p.length + kRows - 1) / kRows;
+  using S = Shape<T>;
+  constexpr int G = S::kGroup;
+  CABERT_SHARED_TILE T chunks[2 * S::kChunkTileSize];  // chunk tiles for the products, then a rows tile of k
+  CABERT_SHARED_TILE T score_grads[S::kTile * S::kStride];
+  const Place at = place();
+  const int64_t tiles = (p.length + S::kTile - 1) / S::kTile;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, i0 = item % tiles * kRows, i = i0 + r;
-    const T lse = i < p.length ? g.logsumexp[bh * p.length + i] : T(0);
-    const T delta = i < p.length ? g.delta[bh * p.length + i] : T(0);
-    T accumulators[Chunks * kChunkPerLane];
-    for (T& a : accumulators) a = T(0);
-    for (int64_t j0 = 0; j0 < p.length; j0 += kCols) {
-      T products[kPerLane] = {}, grad_products[kPerLane] = {};
-      backward_products(products, grad_products, p, g, b, h, i0, j0, true, queries, keys, grads, values);
-      T factors[kPerLane];
-      row_dropout_factors(factors, p, bh, i, j0 + lane * kPerLane);
-      for (int m = 0; m < kPerLane; ++m) {
-        const int64_t j = j0 + lane * kPerLane + m;
-        T ds = T(0);
-        if (takes_part(p, b, i, j)) {
-          const T probability = exp(score(p, bh, i, j, products[m]) - lse);
-          ds = probability * (grad_products[m] * factors[m] - delta);
-        }
-        score_grads[r * kStride + lane * kPerLane + m] = ds;
-      }
-      CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        __syncthreads();  // the score gradients written, the previous chunk of K read
-        load_chunk(keys, p.k, b, h, j0, p.length, int64_t(chunk) * kChunk, p.dim);
-        __syncthreads();
-        add_weighted_rows(accumulators + chunk * kChunkPerLane, score_grads, keys, p.scale);
-      }
-      // The next tile's barriers come before its score gradients are overwritten.
-      add_band_grads(query_band_grad, score_grads, p, bh, i0, j0);
+    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, i0 = item % tiles * S::kTile;
+    const int64_t rows0 = i0 + at.rg * G;
+    T lse[G], delta[G];
+    for (int a = 0; a < G; ++a) {
+      const bool inside = rows0 + a < p.length;
+      lse[a] = inside ? g.logsumexp[bh * p.length + rows0 + a] : T(0);
+      delta[a] = inside ? g.delta[bh * p.length + rows0 + a] : T(0);
     }
-    if (i < p.length)
-      store_row<T, Chunks>(grad_q + ((b * p.length + i) * p.heads + h) * p.dim, accumulators, T(1), p.dim);
+    T sums[Chunks][G][G];
+    clear(sums);
+    for (int64_t j0 = 0; j0 < p.length; j0 += S::kTile) {
+      const int64_t columns0 = j0 + at.cg * G;
+      T products[G][G], grad_products[G][G];
+      backward_products(products, grad_products, p, g, b, h, i0, j0, true, chunks);
+      bool real[G];
+      for (int c = 0; c < G; ++c) real[c] = is_key(p, b, columns0 + c);
+      T ds[G][G];
+      CABERT_UNROLL for (int a = 0; a < G; ++a) {
+        const int64_t i = rows0 + a;
+        T factors[G];
+        dropout_factors(factors, p, bh, i, columns0);
+        CABERT_UNROLL for (int c = 0; c < G; ++c) {
+          ds[a][c] = T(0);
+          if (i < p.length && real[c]) {
+            const T probability = exp(score(p, bh, i, columns0 + c, products[a][c]) - lse[a]);
+            ds[a][c] = probability * (grad_products[a][c] * factors[c] - delta[a]);
+          }
+        }
+      }
+      // Every thread passed head_products' first barrier after reading the previous tile's score gradients.
+      store_square(score_grads, ds);
+      add_band_grads(query_band_grad, ds, p, bh, rows0, columns0);
+      add_weighted_head(sums, p, score_grads, p.k, b, h, j0, chunks);
+    }
+    T scale[G];
+    for (T& s : scale) s = p.scale;
+    store_rows(grad_q, sums, scale, p, b, h, rows0);
   }
 }
 
@@ -354,60 +503,53 @@ CABERT_TILE_KERNEL void query_grad_kernel(int64_t items, Problem<T> p, GradientI
 template <typename T, int Chunks>
 CABERT_TILE_KERNEL void key_grad_kernel(int64_t items, Problem<T> p, GradientInputs<T> g, T* grad_k, T* grad_v,
                                         T* key_band_grad) {
-  // keys and values hold K and V chunks for the scores, then the score gradients and the dropped probabilities.
-  __shared__ T keys[kRows * kStride], values[kRows * kStride], queries[kCols * kStride], grads[kCols * kStride];
-  __shared__ T row_lse[kCols], row_delta[kCols];
-  T* const score_grads = keys;
-  T* const dropped = values;
-  const int r = threadIdx.x / kLanes, lane = threadIdx.x % kLanes;
-  const int64_t tiles = (p.length + kRows - 1) / kRows;
+  using S = Shape<T>;
+  constexpr int G = S::kGroup;
+  CABERT_SHARED_TILE T chunks[2 * S::kChunkTileSize];   // chunk tiles for the products, then rows tiles of q, dO
+  CABERT_SHARED_TILE T weights[S::kTile * S::kStride];  // the score gradients, then the dropped probabilities
+  const Place at = place();
+  const int64_t tiles = (p.length + S::kTile - 1) / S::kTile;
   for (int64_t item = blockIdx.x; item < items; item += gridDim.x) {
-    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, j0 = item % tiles * kRows, j = j0 + r;
-    T key_sums[Chunks * kChunkPerLane], value_sums[Chunks * kChunkPerLane];
-    for (T& a : key_sums) a = T(0);
-    for (T& a : value_sums) a = T(0);
-    for (int64_t i0 = 0; i0 < p.length; i0 += kCols) {
-      if (threadIdx.x < kCols) {  // the previous tile read them before its last barrier
-        const int64_t query = i0 + threadIdx.x;
-        row_lse[threadIdx.x] = query < p.length ? g.logsumexp[bh * p.length + query] : T(0);
-        row_delta[threadIdx.x] = query < p.length ? g.delta[bh * p.length + query] : T(0);
-      }
-      T products[kPerLane] = {}, grad_products[kPerLane] = {};
-      backward_products(products, grad_products, p, g, b, h, i0, j0, false, queries, keys, grads, values);
-      T ds[kPerLane], pz[kPerLane];
-      for (int m = 0; m < kPerLane; ++m) {
-        const int column = lane * kPerLane + m;
-        const int64_t i = i0 + column;
-        ds[m] = T(0);
-        pz[m] = T(0);
-        if (takes_part(p, b, i, j)) {
-          const T probability = exp(score(p, bh, i, j, products[m]) - row_lse[column]);
-          const T z = dropout_factor(p, bh, i, j);
-          ds[m] = probability * (grad_products[m] * z - row_delta[column]);
-          pz[m] = probability * z;
+    const int64_t bh = item / tiles, b = bh / p.heads, h = bh % p.heads, j0 = item % tiles * S::kTile;
+    const int64_t rows0 = j0 + at.rg * G;
+    bool real[G];
+    for (int a = 0; a < G; ++a) real[a] = is_key(p, b, rows0 + a);
+    T key_sums[Chunks][G][G], value_sums[Chunks][G][G];
+    clear(key_sums);
+    clear(value_sums);
+    for (int64_t i0 = 0; i0 < p.length; i0 += S::kTile) {
+      const int64_t columns0 = i0 + at.cg * G;
+      T products[G][G], grad_products[G][G];
+      backward_products(products, grad_products, p, g, b, h, j0, i0, false, chunks);
+      T ds[G][G], pz[G][G];
+      CABERT_UNROLL for (int c = 0; c < G; ++c) {
+        const int64_t i = columns0 + c;
+        const bool query = i < p.length;
+        const T lse = query ? g.logsumexp[bh * p.length + i] : T(0);
+        const T delta = query ? g.delta[bh * p.length + i] : T(0);
+        T factors[G];  // of keys rows0 .. rows0 + G - 1, consecutive in the mask's indexing
+        dropout_factors(factors, p, bh, i, rows0);
+        CABERT_UNROLL for (int a = 0; a < G; ++a) {
+          ds[a][c] = pz[a][c] = T(0);
+          if (query && real[a]) {
+            const T probability = exp(score(p, bh, i, rows0 + a, products[a][c]) - lse);
+            ds[a][c] = probability * (grad_products[a][c] * factors[a] - delta);
+            pz[a][c] = probability * factors[a];
+          }
         }
       }
-      __syncthreads();  // every thread's products read K and V before they are overwritten
-      for (int m = 0; m < kPerLane; ++m) {
-        score_grads[r * kStride + lane * kPerLane + m] = ds[m];
-        dropped[r * kStride + lane * kPerLane + m] = pz[m];
-      }
-      CABERT_UNROLL for (int chunk = 0; chunk < Chunks; ++chunk) {
-        if (int64_t(chunk) * kChunk >= p.dim) break;
-        __syncthreads();  // the tiles written, the previous chunks of Q and dO read
-        load_chunk(queries, p.q, b, h, i0, p.length, int64_t(chunk) * kChunk, p.dim);
-        load_chunk(grads, g.grad_out, b, h, i0, p.length, int64_t(chunk) * kChunk, p.dim);
-        __syncthreads();
-        add_weighted_rows(key_sums + chunk * kChunkPerLane, score_grads, queries, p.scale);
-        add_weighted_rows(value_sums + chunk * kChunkPerLane, dropped, grads, T(1));
-      }
-      add_band_grads(key_band_grad, score_grads, p, bh, j0, i0);
+      // Every thread passed head_products' first barrier after reading the previous tile's probabilities.
+      store_square(weights, ds);
+      add_band_grads(key_band_grad, ds, p, bh, rows0, columns0);
+      add_weighted_head(key_sums, p, weights, p.q, b, h, i0, chunks);
+      __syncthreads();  // every thread's products read the score gradients
+      store_square(weights, pz);
+      add_weighted_head(value_sums, p, weights, g.grad_out, b, h, i0, chunks);
     }
-    if (j < p.length) {
-      const int64_t offset = ((b * p.length + j) * p.heads + h) * p.dim;
-      store_row<T, Chunks>(grad_k + offset, key_sums, T(1), p.dim);
-      store_row<T, Chunks>(grad_v + offset, value_sums, T(1), p.dim);
-    }
+    T scale[G], one[G];
+    for (int a = 0; a < G; ++a) scale[a] = p.scale, one[a] = T(1);
+    store_rows(grad_k, key_sums, scale, p, b, h, rows0);
+    store_rows(grad_v, value_sums, one, p, b, h, rows0);
   }
 }
 
@@ -464,27 +606,39 @@ int grid_of(int64_t items) {
   return static_cast<int>(math::min64(items, Launcher::kMaxBlocks));
 }
 
+// The blocks of a launch: one per tile of rows of every (batch, head).
+template <typename T>
+int64_t items_of(const at::Tensor& q) {
+  return q.size(0) * q.size(1) * ((q.size(2) + Shape<T>::kTile - 1) / Shape<T>::kTile);
+}
+
+// Runs body(std::integral_constant<int, Chunks>) with the chunk count of the head size (q's last dimension): the
+// kernels for heads of up to 64, or up to kMaxHeadDim.
+template <typename T, typename Body>
+void with_chunks(int64_t dim, Body&& body) {
+  if (dim <= 64) {
+    body(std::integral_constant<int, Shape<T>::kNarrowChunks>());
+  } else {
+    body(std::integral_constant<int, Shape<T>::kMaxChunks>());
+  }
+}
+
 // Inputs checked and banded (kernels/attention_kernels.cc), taken (takes_tiles).
 template <typename Launcher>
 AttentionOutputs forward(const AttentionInputs& inputs) {
   const AttentionInputs in = with_contiguous_bands(inputs);
-  const int64_t B = in.q.size(0), N = in.q.size(1), T = in.q.size(2);
   AttentionOutputs result;
   result.out = heads_last_empty(in.q);
-  result.logsumexp = at::empty({B, N, T}, in.q.options());
+  result.logsumexp = at::empty({in.q.size(0), in.q.size(1), in.q.size(2)}, in.q.options());
   result.tiled = true;
-  const int64_t items = B * N * ((T + kRows - 1) / kRows);
-  if (items == 0) return result;
   AT_DISPATCH_FLOATING_TYPES(in.q.scalar_type(), "tiled_attention_forward", [&] {
-    auto run = [&](auto kernel) {
-      Launcher::run(grid_of<Launcher>(items), kThreads, kernel, items, problem_of<scalar_t>(in),
-                    result.out.data_ptr<scalar_t>(), result.logsumexp.data_ptr<scalar_t>());
-    };
-    if (in.q.size(3) <= kNarrowChunks * kChunk) {
-      run(forward_kernel<scalar_t, kNarrowChunks>);
-    } else {
-      run(forward_kernel<scalar_t, kMaxChunks>);
-    }
+    const int64_t items = items_of<scalar_t>(in.q);
+    if (items == 0) return;
+    with_chunks<scalar_t>(in.q.size(3), [&](auto chunks) {
+      constexpr int Chunks = decltype(chunks)::value;
+      Launcher::run(grid_of<Launcher>(items), kThreads, forward_kernel<scalar_t, Chunks>, items,
+                    problem_of<scalar_t>(in), result.out.data_ptr<scalar_t>(), result.logsumexp.data_ptr<scalar_t>());
+    });
   });
   return result;
 }
@@ -493,33 +647,28 @@ AttentionOutputs forward(const AttentionInputs& inputs) {
 template <typename Launcher>
 AttentionGrads backward(const at::Tensor& grad_out, const AttentionInputs& inputs, const AttentionOutputs& forward) {
   const AttentionInputs in = with_contiguous_bands(inputs);
-  const int64_t B = in.q.size(0), N = in.q.size(1), T = in.q.size(2);
   AttentionGrads grads;
   grads.q = heads_last_empty(in.q);
   grads.k = heads_last_empty(in.q);
   grads.v = heads_last_empty(in.q);
   if (in.query_band.defined()) grads.query_band = at::zeros(in.query_band.sizes(), in.q.options());
   if (in.key_band.defined()) grads.key_band = at::zeros(in.key_band.sizes(), in.q.options());
-  const int64_t items = B * N * ((T + kRows - 1) / kRows);
-  if (items == 0) return grads;
+  if (in.q.numel() == 0) return grads;
   const at::Tensor delta = (grad_out * forward.out).sum(-1).contiguous();  // rowsum(dO o O)
   const at::Tensor logsumexp = forward.logsumexp.contiguous();
   AT_DISPATCH_FLOATING_TYPES(in.q.scalar_type(), "tiled_attention_backward", [&] {
+    const int64_t items = items_of<scalar_t>(in.q);
     const Problem<scalar_t> p = problem_of<scalar_t>(in);
     const GradientInputs<scalar_t> g{head_rows<scalar_t>(grad_out), logsumexp.const_data_ptr<scalar_t>(),
                                      delta.const_data_ptr<scalar_t>()};
     auto band = [](at::Tensor& t) { return t.defined() ? t.data_ptr<scalar_t>() : nullptr; };
-    auto run = [&](auto query_kernel, auto key_kernel) {
-      Launcher::run(grid_of<Launcher>(items), kThreads, query_kernel, items, p, g, grads.q.data_ptr<scalar_t>(),
-                    band(grads.query_band));
-      Launcher::run(grid_of<Launcher>(items), kThreads, key_kernel, items, p, g, grads.k.data_ptr<scalar_t>(),
-                    grads.v.data_ptr<scalar_t>(), band(grads.key_band));
-    };
-    if (in.q.size(3) <= kNarrowChunks * kChunk) {
-      run(query_grad_kernel<scalar_t, kNarrowChunks>, key_grad_kernel<scalar_t, kNarrowChunks>);
-    } else {
-      run(query_grad_kernel<scalar_t, kMaxChunks>, key_grad_kernel<scalar_t, kMaxChunks>);
-    }
+    with_chunks<scalar_t>(in.q.size(3), [&](auto chunks) {
+      constexpr int Chunks = decltype(chunks)::value;
+      Launcher::run(grid_of<Launcher>(items), kThreads, query_grad_kernel<scalar_t, Chunks>, items, p, g,
+                    grads.q.data_ptr<scalar_t>(), band(grads.query_band));
+      Launcher::run(grid_of<Launcher>(items), kThreads, key_grad_kernel<scalar_t, Chunks>, items, p, g,
+                    grads.k.data_ptr<scalar_t>(), grads.v.data_ptr<scalar_t>(), band(grads.key_band));
+    });
   });
   return grads;
 }

@@ -37,8 +37,8 @@ testing::KernelRun emulated_run(const kernels::AttentionInputs& in, const at::Te
   return run;
 }
 
-// One query tile and several (T past 32, not a multiple of it), radius 0, inside a tile and past the length,
-// each band alone and both, padding, dropout.
+// One query tile and several (T past 32, a double tile, not a multiple of it), radius 0, inside a tile and past the
+// length, each band alone and both, padding, dropout.
 TYPED_TEST(TiledAttentionEmulated, MatchesTheCpuKernel) {
   const AttentionCase cases[] = {{1, 0, true, true, 0, 0.0},   {5, 2, true, false, 1, 0.0},
                                  {33, 3, false, true, 1, 0.0}, {70, 4, true, true, 1, 0.0},
@@ -65,20 +65,17 @@ TYPED_TEST(TiledAttentionEmulated, HeadSizesAcrossChunks) {
   }
 }
 
-// Float agrees with the double CPU kernel to float's rounding.
-TEST(TiledAttentionEmulatedFloat, AgreesWithTheDoubleCpuKernel) {
-  torch::manual_seed(103);
-  const AttentionCase c{50, 4, true, true, 1, 0.2};
-  const kernels::AttentionInputs in = testing::attention_inputs(c);
-  const at::Tensor dout = testing::output_gradient(c);
+// Float agrees with the double CPU kernel to float's rounding: one tile of 64 rows, and three (T = 150) with a head
+// of 72 (two chunks of output columns), every band gradient's edge and inside, padding and dropout.
+void expect_float_agrees(const kernels::AttentionInputs& in, const at::Tensor& dout, const std::string& name) {
   kernels::AttentionInputs in32 = in;
   for (at::Tensor* t : {&in32.q, &in32.k, &in32.v, &in32.query_band, &in32.key_band}) *t = t->to(torch::kFloat);
   const testing::KernelRun got = emulated_run<testing::GpuSizedGrid>(in32, dout.to(torch::kFloat));
   const testing::KernelRun want = testing::tiled_run(in, dout);
-  auto expect_near = [](const at::Tensor& got, const at::Tensor& want, const std::string& what) {
-    EXPECT_EQ(got.scalar_type(), torch::kFloat) << what;
+  auto expect_near = [&](const at::Tensor& got, const at::Tensor& want, const std::string& what) {
+    EXPECT_EQ(got.scalar_type(), torch::kFloat) << name << ": " << what;
     const double error = (got.to(torch::kDouble) - want).abs().max().item<double>();
-    EXPECT_LE(error, 2e-5 * (1 + want.abs().max().item<double>())) << what;
+    EXPECT_LE(error, 2e-5 * (1 + want.abs().max().item<double>())) << name << ": " << what;
   };
   expect_near(got.outputs.out, want.outputs.out, "out");
   expect_near(got.outputs.logsumexp, want.outputs.logsumexp, "logsumexp");
@@ -87,6 +84,17 @@ TEST(TiledAttentionEmulatedFloat, AgreesWithTheDoubleCpuKernel) {
   expect_near(got.grads.v, want.grads.v, "dv");
   expect_near(got.grads.query_band, want.grads.query_band, "d query band");
   expect_near(got.grads.key_band, want.grads.key_band, "d key band");
+}
+
+TEST(TiledAttentionEmulatedFloat, AgreesWithTheDoubleCpuKernel) {
+  torch::manual_seed(103);
+  const AttentionCase c{50, 4, true, true, 1, 0.2};
+  expect_float_agrees(testing::attention_inputs(c), testing::output_gradient(c), c.name());
+  kernels::AttentionInputs in = testing::banded_inputs(2, 2, 150, 72, 9, 0.125, testing::f64());
+  in.key_mask = torch::ones({2, 150}, torch::kBool);
+  in.key_mask.index_put_({1, torch::indexing::Slice(97, torch::indexing::None)}, false);
+  in.dropout = {0.1, 11, 4};
+  expect_float_agrees(in, torch::randn({2, 2, 150, 72}, testing::f64()), "T=150 d=72");
 }
 
 // What the tiles leave to the other routes: a batch row without a real key, head sizes past 128, weights
