@@ -7,7 +7,7 @@
 // FlashAttention's scheme on the CUDA cores (no tensor cores; float or double throughout), laid out as a SIMT
 // matrix product: a block of 16 x 16 threads takes a tile of kTile rows of one (batch, head) (64 in float, 32 in
 // double) and walks the other side's tiles of kTile. Each thread owns a G x G square of every tile (G = 16 bytes of
-// T: 4 floats or 2 doubles): rows 16-aligned groups rg G .. rg G + G - 1, columns cg G .. cg G + G - 1, so one
+// T: 4 floats or 2 doubles): rows rg G .. rg G + G - 1 and columns cg G .. cg G + G - 1 (rg, cg < 16), so one
 // product step reads one 16-byte vector per row and per column from shared memory for G x G multiply-adds. A row's
 // 16 threads are 16 lanes of one warp and reduce with warp shuffles. Three kernels, nothing T x T in memory:
 //   - forward, per query tile: online softmax over the key tiles; writes the output and the row log-sum-exp;
