@@ -54,8 +54,14 @@ CABERT_HOST_DEVICE Words block(uint64_t seed, uint64_t offset, uint64_t block_in
 // A draw as a uniform number in [0, 1) with 24 bits, exact in float.
 CABERT_HOST_DEVICE float uniform(uint32_t word) { return static_cast<float>(word >> 8) * (1.0f / 16777216.0f); }
 
+// Word k (0 .. 3) of a block, selected rather than indexed: on a GPU an array indexed at run time lives in local
+// memory, the selected words stay in registers.
+CABERT_HOST_DEVICE uint32_t word(const Words& words, uint64_t k) {
+  return k == 0 ? words.w[0] : k == 1 ? words.w[1] : k == 2 ? words.w[2] : words.w[3];
+}
+
 CABERT_HOST_DEVICE bool keep(uint64_t seed, uint64_t offset, uint64_t index, float p) {
-  return uniform(block(seed, offset, index >> 2).w[index & 3]) >= p;
+  return uniform(word(block(seed, offset, index >> 2), index & 3)) >= p;
 }
 
 // The index runs a kernel walks for a tensor (kernels/dropout_kernels.h, draw_runs): `rows` runs of `length`

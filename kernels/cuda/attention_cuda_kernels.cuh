@@ -159,28 +159,31 @@ void load_vector(T (&to)[G], const T* from) {
 }
 #endif
 
-// Fills a chunk tile with head dimensions c0 .. c0 + kChunk - 1 of rows first .. first + kTile - 1 of one head, zero
-// past the length or the head dimension (coalesced: a warp reads one row's kChunk consecutive elements).
-template <typename T>
-__device__ void load_chunk(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
-                           int64_t c0, int64_t dim) {
-  for (int e = threadIdx.x; e < Shape<T>::kTile * kChunk; e += kThreads) {
-    const int r = e / kChunk, c = e % kChunk;
+// Fills a shared tile of Width columns with head dimensions c0 .. c0 + Width - 1 of rows first .. first + kTile - 1
+// of one head, row r at row_offset(r), zero past the length or the head dimension (coalesced: a warp reads one
+// row's consecutive elements).
+template <int Width, typename T, typename RowOffset>
+__device__ __forceinline__ void fill_tile(T* tile, RowOffset row_offset, const HeadRows<const T>& rows, int64_t b,
+                                          int64_t h, int64_t first, int64_t length, int64_t c0, int64_t dim) {
+  for (int e = threadIdx.x; e < Shape<T>::kTile * Width; e += kThreads) {
+    const int r = e / Width, c = e % Width;
     const int64_t t = first + r;
-    tile[chunk_offset<T>(r) + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
+    tile[row_offset(r) + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
   }
 }
 
-// Fills a [kTile][kTile] tile with head dimensions c0 .. c0 + kTile - 1 of rows first .. (as load_chunk).
+// A chunk tile: kChunk head dimensions from c0, rows skewed (chunk_offset).
+template <typename T>
+__device__ void load_chunk(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
+                           int64_t c0, int64_t dim) {
+  fill_tile<kChunk>(tile, [](int r) { return chunk_offset<T>(r); }, rows, b, h, first, length, c0, dim);
+}
+
+// A [kTile][kTile] rows tile: kTile head dimensions from c0.
 template <typename T>
 __device__ void load_rows(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
                           int64_t c0, int64_t dim) {
-  constexpr int kTile = Shape<T>::kTile;
-  for (int e = threadIdx.x; e < kTile * kTile; e += kThreads) {
-    const int r = e / kTile, c = e % kTile;
-    const int64_t t = first + r;
-    tile[r * Shape<T>::kStride + c] = t < length && c0 + c < dim ? rows.row(b, h, t)[c0 + c] : T(0);
-  }
+  fill_tile<Shape<T>::kTile>(tile, [](int r) { return r * Shape<T>::kStride; }, rows, b, h, first, length, c0, dim);
 }
 
 // sums[a][b] += own row (rg G + a) . other row (cg G + b) over one chunk (two chunk tiles).
@@ -278,9 +281,7 @@ __device__ __forceinline__ void dropout_factors(T (&factors)[G], const Problem<T
       block = index >> 2;
       words = philox::block(p.seed, p.offset, block);
     }
-    const int word = static_cast<int>(index & 3);  // selected, not indexed: the words stay in registers
-    const uint32_t bits = word == 0 ? words.w[0] : word == 1 ? words.w[1] : word == 2 ? words.w[2] : words.w[3];
-    factors[m] = philox::uniform(bits) >= p.dropout_p ? p.kept : T(0);
+    factors[m] = philox::uniform(philox::word(words, index & 3)) >= p.dropout_p ? p.kept : T(0);
   }
 }
 
