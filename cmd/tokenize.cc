@@ -127,7 +127,7 @@ void add_tokenize(CLI::App& app) {
   decode->add_option("-m,--model", decode_flags->model, "SentencePiece .model")->required();
   decode->add_option("-i,--input", decode_flags->input, "Token records ('-' = stdin)")->capture_default_str();
   decode->add_option("-o,--output", decode_flags->output, "Text ('-' = stdout)")->capture_default_str();
-  decode->callback([decode, decode_flags] { run_decode(*decode_flags); });
+  decode->callback([decode_flags] { run_decode(*decode_flags); });
 }
 
 }  // namespace cabert::cmd

@@ -20,20 +20,8 @@ workers=${CABERT_FUZZ_JOBS:-1}
 jobs=${CABERT_JOBS:-$(nproc)}
 
 # clang and its libFuzzer runtime (Debian 12: clang-14; the runtime is libclang-rt-14-dev, only a
-# "Recommends" of clang, hence named).
-packages=(clang libclang-rt-14-dev)
-missing=()
-for package in "${packages[@]}"; do
-  dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "fuzz: installing Debian packages: ${missing[*]}" >&2
-  sudo=""
-  [ "$(id -u)" = 0 ] || sudo="sudo"
-  $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${missing[@]}" >/dev/null
-fi
-CABERT_SETUP_BUILD=0 bash scripts/setup.sh   # the other Debian packages (protobuf, zstd, nlohmann-json ...)
+# "Recommends" of clang, hence named), with the other Debian packages (protobuf, zstd, nlohmann-json ...).
+CABERT_SETUP_BUILD=0 CABERT_SETUP_PACKAGES="clang libclang-rt-14-dev" bash scripts/setup.sh
 
 if [ ! -f "$build/build.ninja" ]; then
   cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang \

@@ -6,7 +6,7 @@
 # report fails the run, also one from a child process whose exit code no test looks at: reports go to files,
 # and there must be none.
 #
-#   bash scripts/sanitize.sh          # what CI runs (about 20 minutes on 2 cores, the build included)
+#   bash scripts/sanitize.sh          # what CI runs (about 25 minutes on 2 cores, the build included)
 #   bash scripts/sanitize.sh --all    # every test, recipes_test included, through CTest
 #
 # Environment: CABERT_SANITIZE_BUILD_DIR (default build-asan), CABERT_SANITIZE (default address,undefined),
@@ -21,12 +21,17 @@ jobs=${CABERT_JOBS:-$(nproc)}
 all=0
 [ "${1:-}" = --all ] && all=1
 
-CABERT_SETUP_BUILD=0 bash scripts/setup.sh   # Debian packages and the torch wheel
+# Debian packages and the torch wheel; clang with its sanitizer runtimes (libclang-rt-14-dev) and its OpenMP
+# runtime (libomp-14-dev, for the CPU kernels' parallel loops).
+CABERT_SETUP_BUILD=0 CABERT_SETUP_PACKAGES="clang libclang-rt-14-dev libomp-14-dev" bash scripts/setup.sh
 start=$(date +%s)
 if [ ! -f "$build/build.ninja" ]; then
-  # -O1 -g1: the usual sanitizer optimisation and line tables for the reports, and a build about a third
-  # faster than -O2 -g with LibTorch's headers. The wheel's CPU libraries only (no CUDA toolkit needed).
-  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  # clang: its precompiled header carries LibTorch's template instantiations (CMake passes
+  # -fpch-instantiate-templates), where GCC redoes them in every translation unit, about 7 s each even for an
+  # empty one; measured here, clang compiles this project's units 2-2.7x faster than GCC, which halves the
+  # build. -O1 -g1: the usual sanitizer optimisation and line tables for the reports. The wheel's CPU
+  # libraries only (no CUDA toolkit needed).
+  CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -g1" "-DCMAKE_C_FLAGS_RELWITHDEBINFO=-O1 -g1" \
         -DCABERT_SANITIZE="$sanitizers" -DCABERT_CUDA=OFF -DCABERT_PYTHON="$PWD/.venv/bin/python" >&2
 fi

@@ -5,7 +5,7 @@
 #   - a Release build in build/ (CUDA kernels when nvcc is found, CPU-only otherwise).
 # Environment: CABERT_VENV (default .venv), CABERT_BUILD_DIR (default build), CABERT_TORCH (default torch==2.15.0),
 # CABERT_JOBS (default: all cores), CABERT_SETUP_BUILD (default 1; 0 skips the build), CABERT_SETUP_TARGET (default
-# cabert: the binary only; all: the tests too).
+# cabert: the binary only; all: the tests too), CABERT_SETUP_PACKAGES (more Debian packages, space-separated).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -17,6 +17,9 @@ jobs=${CABERT_JOBS:-$(nproc)}
 packages=(build-essential cmake ninja-build pkg-config git python3 python3-venv python3-pip
           libsentencepiece-dev libcli11-dev libprotobuf-dev protobuf-compiler libzstd-dev
           libgtest-dev libgmock-dev libgloo-dev nlohmann-json3-dev zlib1g-dev libcairo2-dev fonts-dejavu-core)
+# CABERT_SETUP_PACKAGES: more packages a caller needs (scripts/sanitize.sh and scripts/fuzz.sh: clang).
+read -r -a extra_packages <<<"${CABERT_SETUP_PACKAGES:-}"
+packages+=("${extra_packages[@]}")
 missing=()
 for package in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || missing+=("$package")

@@ -4,8 +4,9 @@
 source "$(dirname "$0")/lib.sh"
 capped() { ( ulimit -d 1500000; "$@" ); }
 # Under AddressSanitizer (scripts/sanitize.sh) no ulimit fits: its shadow memory alone reserves terabytes of
-# address space. Its own limit on resident memory stands in (a report fails the run).
-if ldd "$CABERT" 2>/dev/null | grep libasan > /dev/null; then
+# address space. Its own limit on resident memory stands in (a report fails the run). GCC links ASan's runtime
+# as a library, clang into the binary: either way the binary names __asan_init.
+if grep -qa __asan_init "$CABERT"; then
   capped() { ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}hard_rss_limit_mb=3000" "$@"; }
 fi
 

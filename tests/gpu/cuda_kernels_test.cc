@@ -116,7 +116,7 @@ TEST(CudaKernels, ConvOpsMatchTheCpuOverTheCaseGrid) {
       expect_cuda_matches_cpu(
           [&](const torch::Device& device) -> Op {
             const torch::Tensor m = masked_on(device);
-            return [m, c, H](const std::vector<torch::Tensor>& in) {
+            return [m, c](const std::vector<torch::Tensor>& in) {
               return ops::span_dynamic_conv(in[0], in[1], in[2], in[3], in[4], H, c.pad, m);
             };
           },

@@ -12,14 +12,8 @@
 #include <string>
 #include <vector>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CABERT_EMULATOR_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CABERT_EMULATOR_ASAN 1
-#endif
-#endif
-#ifdef CABERT_EMULATOR_ASAN
+#include "tests/sanitizer/address_sanitizer.h"
+#ifdef CABERT_ADDRESS_SANITIZER
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -75,14 +69,14 @@ const std::vector<std::unique_ptr<char[]>>& fiber_stacks(size_t count) {
 
 void start_switch([[maybe_unused]] void** fake_stack, [[maybe_unused]] const void* bottom,
                   [[maybe_unused]] size_t size) {
-#ifdef CABERT_EMULATOR_ASAN
+#ifdef CABERT_ADDRESS_SANITIZER
   __sanitizer_start_switch_fiber(fake_stack, bottom, size);
 #endif
 }
 
 void finish_switch([[maybe_unused]] void* fake_stack, [[maybe_unused]] const void** bottom_from,
                    [[maybe_unused]] size_t* size_from) {
-#ifdef CABERT_EMULATOR_ASAN
+#ifdef CABERT_ADDRESS_SANITIZER
   __sanitizer_finish_switch_fiber(fake_stack, bottom_from, size_from);
 #endif
 }

@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <string>
 
+#include "tests/sanitizer/address_sanitizer.h"
+
 namespace cabert {
 namespace {
 
@@ -31,7 +33,7 @@ class UnsetVariable {
 };
 
 TEST(MallocTuning, UserSettingsWinAndTunedBlocksComeFromTheHeap) {
-#ifdef __SANITIZE_ADDRESS__
+#ifdef CABERT_ADDRESS_SANITIZER
   GTEST_SKIP() << "the sanitizer build's malloc ignores mallopt";
 #endif
   UnsetVariable preload("LD_PRELOAD"), tunables("GLIBC_TUNABLES");
