@@ -331,7 +331,7 @@ class WuConvBlock : public ::testing::TestWithParam<std::tuple<std::string, bool
 
 TEST_P(WuConvBlock, MatchesNaiveLoops) {
   // Not a structured binding: the lambda below captures glu, which clang 14 (scripts/sanitize.sh) refuses.
-  const std::string preset = std::get<0>(GetParam());
+  const std::string& preset = std::get<0>(GetParam());
   const bool glu = std::get<1>(GetParam()), causal = std::get<2>(GetParam());
   pb::ModelConfig config = tiny(preset);
   config.set_hidden_size(8), config.set_num_heads(2);
