@@ -60,11 +60,14 @@ endif()
 add_library(cabert_torch INTERFACE)
 add_library(cabert::torch ALIAS cabert_torch)
 # The wheel's libtorch_cpu (libtorch in torch 2.11) exports a std::filesystem of its own, unversioned and built
-# by another GCC; searched before libstdc++, it served cabert's std::filesystem calls, mixed with this compiler's
-# inline parts (a remove_all jumped to address 0 on GCC 13.3 with torch 2.11). libstdc++ goes first in every
-# executable's list of needed libraries, so the dynamic linker finds the standard library's own definitions.
-# Link options precede the objects and libraries on the command line; --no-as-needed keeps the early -lstdc++.
-target_link_options(cabert_torch INTERFACE "LINKER:--push-state,--no-as-needed,-lstdc++,--pop-state")
+# by another GCC. Where the linker meets it before libstdc++, it binds cabert's std::filesystem calls to it (the
+# references lose their GLIBCXX version, and the dynamic linker then prefers an unversioned definition wherever
+# it is): mixed with this compiler's inline parts, a remove_all jumped to address 0 (GCC 13.3, torch 2.11).
+# libstdc++ is therefore the first shared library the linker meets: the first item of this target's link
+# libraries, after the objects and static archives and before LibTorch. A link option (before the objects) did
+# it for GNU ld 2.40, but not for Ubuntu 24.04's ld 2.42, which left libstdc++ after LibTorch (probed on the
+# H200 machine, 2026-11-29). --no-as-needed keeps it in the list of needed libraries.
+target_link_libraries(cabert_torch INTERFACE "-Wl,--push-state,--no-as-needed,-lstdc++,--pop-state")
 
 if(CABERT_WITH_CUDA OR NOT _cabert_torch_has_cuda)
   if(CABERT_WITH_CUDA)

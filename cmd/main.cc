@@ -133,7 +133,8 @@ int run(int argc, char** argv) {
                  "2^25 score entries B N T^2, where launches bound the fused routes; the regions beyond), regions "
                  "(PyTorch's fused kernel on the regions beyond the radius; its own dropout masks), blocks (blocks "
                  "of query rows; the reference's dropout masks, slower) or tiles (cabert's tiled CUDA kernels, float "
-                 "and double, head size up to 128; the reference's dropout masks; not yet run on a GPU)")
+                 "and double, head size up to 128; the reference's dropout masks; the least memory, but slower "
+                 "than the regions from T=2048 on an H200)")
       ->capture_default_str();
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")

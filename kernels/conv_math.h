@@ -89,19 +89,20 @@ CABERT_HOST_DEVICE int64_t input_grad_tile_first_row(int64_t s0, int64_t k0, int
 }
 
 // The input gradient of source s = s0 + i over the chunk's taps: grad tile row i + kTileTaps - 1 - k holds output
-// t = s - k0 - k + pad, whose tap k0 + k reached s (taps outside the row are skipped: their weights may not exist).
+// t = s - k0 - k + pad, whose tap k0 + k reached s. Only the taps whose output lies in [0, length) are summed (the
+// weights of the others may not exist); that range is found once, so the loop has no test, and the taps' index
+// steps by 1 - tap_row_stride (t falls by one as k rises by one), as the forward's loop steps through one row.
 template <typename T>
 CABERT_HOST_DEVICE T tile_input_grad_sum(const T* grad_tile, int row_stride, int i, int j, const T* taps,
                                          int64_t tap_row_stride, int64_t s, int64_t k0, int64_t kernel_size,
                                          int64_t length, int64_t pad) {
-  const int count = static_cast<int>(min64(kTileTaps, kernel_size - k0));
+  const int64_t first_output = s - k0 + pad;  // t at k = 0
+  const int begin = static_cast<int>(max64(0, first_output - length + 1));
+  const int end = static_cast<int>(min64(min64(kTileTaps, kernel_size - k0), first_output + 1));
+  const int64_t step = 1 - tap_row_stride;
+  int64_t tap = (first_output - begin) * tap_row_stride + k0 + begin;
   T sum = T(0);
-  for (int k = 0; k < count; ++k) {
-    const int64_t t = s - k0 - k + pad;
-    if (t >= 0 && t < length) {
-      sum += taps[t * tap_row_stride + k0 + k] * grad_tile[(i + kTileTaps - 1 - k) * row_stride + j];
-    }
-  }
+  for (int k = begin; k < end; ++k, tap += step) sum += taps[tap] * grad_tile[(i + kTileTaps - 1 - k) * row_stride + j];
   return sum;
 }
 

@@ -221,11 +221,18 @@ for test in $crashed; do
     --args "$build/tests/cabert_gpu_tests" --gtest_filter="$test"
 done
 # Which shared object serves the executables' std::filesystem calls (the wheel's LibTorch exports a copy of its
-# own; the link puts libstdc++ first): the dynamic linker's bindings, all resolved at start (LD_BIND_NOW), counted
-# by the object they bind to, into summary.txt.
+# own; the link puts libstdc++ before it): the dynamic linker's bindings, all resolved at start (LD_BIND_NOW),
+# written to files of their own (LD_DEBUG_OUTPUT, apart from the program's stderr), counted by the object they
+# bind to, into summary.txt with the program's exit code (an empty count with a non-zero exit: it did not start).
 filesystem_bindings() {
-  LD_BIND_NOW=1 LD_DEBUG=bindings "$@" 2>&1 >/dev/null | grep "binding file $1 .*filesystem" |
-    sed -n 's/.* to \([^ ]*\) .*/\1/p' | sort | uniq -c | tr -s ' ' | tr '\n' ';'
+  local trace=/tmp/cabert-bindings
+  rm -f "$trace".*
+  LD_BIND_NOW=1 LD_DEBUG=bindings LD_DEBUG_OUTPUT="$trace" "$@" > /dev/null 2> /tmp/cabert-bindings-stderr
+  local rc=$?
+  grep -h "binding file $1 .*filesystem" "$trace".* 2> /dev/null | sed -n 's/.* to \([^ ]*\) .*/\1/p' | sort |
+    uniq -c | tr -s ' ' | tr '\n' ';'
+  echo " (exit $rc; $(cat "$trace".* 2> /dev/null | wc -l) binding lines in all$([ $rc = 0 ] ||
+    echo "; stderr: $(tail -n 2 /tmp/cabert-bindings-stderr | tr '\n' ' ')"))"
 }
 for binary in "$build/bin/cabert --version" "$build/tests/cabert_gpu_tests --gtest_list_tests"; do
   # shellcheck disable=SC2086  # the binary and its arguments

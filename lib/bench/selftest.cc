@@ -55,15 +55,31 @@ std::vector<torch::Device> selftest_devices(const std::string& spec) {
   return devices;
 }
 
+kernels::CudaAttentionRoute selftest_attention_route() {
+  const kernels::CudaAttentionRoute route = kernels::cuda_attention_route();
+  return route == kernels::CudaAttentionRoute::kAuto ? kernels::CudaAttentionRoute::kRegions : route;
+}
+
 std::string selftest_route(const std::string& op, const torch::Device& device) {
   const bool cuda = device.is_cuda();
   const std::string conv = cuda ? "kernels/cuda" : "kernels/cpu";
   if (op == "composite-attention") {
-    return cuda ? "in float PyTorch's memory-efficient attention on the regions beyond the radius and banded "
-                  "products on the strip inside it (kernels/regions/attention_regions); in double blocks of query "
-                  "rows through batched products (kernels/chunked/attention_chunked), dropout from the Philox "
-                  "kernel of kernels/cuda/dropout_cuda"
-                : "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
+    if (!cuda) return "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
+    const std::string blocks =
+        "blocks of query rows through batched products (kernels/chunked/attention_chunked), "
+        "dropout from the Philox kernel of kernels/cuda/dropout_cuda";
+    switch (selftest_attention_route()) {
+      case kernels::CudaAttentionRoute::kTiles:
+        return "in float and double cabert's tiled online-softmax kernels (kernels/cuda/attention_cuda; a batch row "
+               "with no real key or a head past 128: " +
+               blocks + ")";
+      case kernels::CudaAttentionRoute::kBlocks:
+        return "in float and double " + blocks;
+      default:
+        return "in float PyTorch's memory-efficient attention on the regions beyond the radius and banded products "
+               "on the strip inside it (kernels/regions/attention_regions); in double " +
+               blocks;
+    }
   }
   if (op == "convbert-attention") {
     return str(cuda ? "at::scaled_dot_product_attention" : "at::scaled_dot_product_attention (in training with "
@@ -102,9 +118,7 @@ std::vector<SelftestCheck> run_selftest(const std::vector<torch::Device>& device
   // The fused kernels themselves: --cuda-attention auto would hand the selftest's small composite-attention
   // problems on CUDA to the reference, so under auto the check takes the regions (double takes the blocks there);
   // a route given on the command line is checked as given.
-  const kernels::ScopedCudaAttentionRoute route(kernels::cuda_attention_route() == kernels::CudaAttentionRoute::kAuto
-                                                    ? kernels::CudaAttentionRoute::kRegions
-                                                    : kernels::cuda_attention_route());
+  const kernels::ScopedCudaAttentionRoute route(selftest_attention_route());
   for (const auto& op : op_bench_names()) {
     if (!op_bench_has_kernel_paths(op)) continue;
     for (const auto& device : devices) {

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/attention_kernels.h"
+
 namespace cabert::bench {
 
 struct SelftestCheck {
@@ -25,7 +27,12 @@ struct SelftestCheck {
 // The devices `spec` names: "all" (the CPU and every CUDA device), "cpu", "cuda" (every CUDA device) or "cuda:N".
 std::vector<torch::Device> selftest_devices(const std::string& spec);
 
-// Which code `op` (an op_bench_names() entry with kernel paths) runs on `device` by default.
+// The composite attention's CUDA route the checks take: the --cuda-attention route in force, but regions for
+// auto (which would hand the checks' small problems to the reference).
+kernels::CudaAttentionRoute selftest_attention_route();
+
+// Which code `op` (an op_bench_names() entry with kernel paths) runs on `device` in the checks (on CUDA, the
+// composite attention's selftest_attention_route()).
 std::string selftest_route(const std::string& op, const torch::Device& device);
 
 // Largest |a - b| / max(1, |b|max) over pairs of tensors (compared on the CPU in double); infinity when shapes

@@ -185,7 +185,13 @@ TEST(ConvMath, DynamicConvTilesMatchReference) {
         auto expected = kernels::reference::dynamic_conv(x, kern, pad, mask);
         auto grads = torch::autograd::grad({(expected * probe).sum()}, {x, kern});
         auto xd = x.detach().contiguous(), kd = kern.detach().contiguous();
-        const Taps taps = dynamic_taps(kd, C);
+        // The kernels between two NaN guards of one batch element each: the input gradient reading the taps of an
+        // output off the row (t < 0 or t >= T, whose grad entries are zeros) would reach a guard and give NaN.
+        const int64_t batch_elements = T * H * K;
+        auto guarded = torch::full({(B + 2) * batch_elements}, std::nan(""), f64());
+        guarded.narrow(0, batch_elements, B * batch_elements).copy_(kd.flatten());
+        Taps taps = dynamic_taps(kd, C);
+        taps.weights = guarded.data_ptr<double>() + batch_elements;
         const std::string where = "T=" + std::to_string(T) + " C=" + std::to_string(C) + " K=" + std::to_string(K) +
                                   " pad=" + std::to_string(pad);
         EXPECT_TRUE(torch::allclose(sweep_tiles(xd, taps, {}, mask, pad, false), expected.detach())) << where;

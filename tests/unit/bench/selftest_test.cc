@@ -63,6 +63,29 @@ TEST(Selftest, DevicesAndTheirErrors) {
   EXPECT_THROW(bench::selftest_devices("gpu"), UsageError);
 }
 
+// The composite attention's CUDA route in the listing is the one the checks take: --cuda-attention's, regions for
+// auto (an H200 run under --cuda-attention tiles listed the regions, 2026-11-29).
+TEST(Selftest, TheListingNamesTheCudaAttentionRouteTheChecksTake) {
+  using kernels::CudaAttentionRoute;
+  const torch::Device cuda(torch::kCUDA, 0);
+  const struct {
+    CudaAttentionRoute given, taken;
+    const char* named;
+  } cases[] = {{CudaAttentionRoute::kAuto, CudaAttentionRoute::kRegions, "kernels/regions/attention_regions"},
+               {CudaAttentionRoute::kRegions, CudaAttentionRoute::kRegions, "kernels/regions/attention_regions"},
+               {CudaAttentionRoute::kBlocks, CudaAttentionRoute::kBlocks, "in float and double blocks of query rows"},
+               {CudaAttentionRoute::kTiles, CudaAttentionRoute::kTiles, "tiled online-softmax kernels (kernels/cuda/"}};
+  for (const auto& c : cases) {
+    const kernels::ScopedCudaAttentionRoute route(c.given);
+    EXPECT_EQ(bench::selftest_attention_route(), c.taken);
+    const std::string listed = bench::selftest_route("composite-attention", cuda);
+    EXPECT_NE(listed.find(c.named), std::string::npos) << listed;
+    EXPECT_EQ(listed.find("attention_regions") != std::string::npos, c.taken == CudaAttentionRoute::kRegions) << listed;
+    EXPECT_EQ(bench::selftest_route("composite-attention", torch::Device(torch::kCPU)),
+              "the tiled online-softmax kernel (kernels/cpu/attention_cpu)");
+  }
+}
+
 TEST(Selftest, EveryFusedOpAgreesWithTheReferenceOnTheCpu) {
   std::vector<std::string> reported;
   const auto checks = bench::run_selftest({torch::Device(torch::kCPU)}, [&](const bench::SelftestCheck& check) {

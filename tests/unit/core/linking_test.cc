@@ -19,7 +19,8 @@ std::string object_holding(void* address) {
 // The LibTorch wheel's libtorch_cpu (2.15; libtorch in 2.11) exports a std::filesystem of its own, built by
 // another GCC, with no symbol versions. Searched before libstdc++, it served every std::filesystem call of
 // cabert's binaries, mixed with the inline parts of this compiler's: on the first GPU machine (GCC 13.3, torch
-// 2.11) a temporary folder's remove_all at exit jumped to address 0. The link puts libstdc++ first.
+// 2.11) a temporary folder's remove_all jumped to address 0. The link puts libstdc++ before LibTorch
+// (cmake/CabertTorch.cmake).
 TEST(Linking, StdFilesystemComesFromLibstdcxx) {
   using RemoveAll = std::uintmax_t (*)(const std::filesystem::path&, std::error_code&);
   using Status = std::filesystem::file_status (*)(const std::filesystem::path&, std::error_code&);
