@@ -61,8 +61,8 @@ add_library(cabert_torch INTERFACE)
 add_library(cabert::torch ALIAS cabert_torch)
 # The wheel's libtorch_cpu (libtorch in torch 2.11) exports a std::filesystem of its own, unversioned and built
 # by another GCC. Where the linker meets it before libstdc++, it binds cabert's std::filesystem calls to it (the
-# references lose their GLIBCXX version, and the dynamic linker then prefers an unversioned definition wherever
-# it is): mixed with this compiler's inline parts, a remove_all jumped to address 0 (GCC 13.3, torch 2.11).
+# references lose their GLIBCXX version, and LibTorch's copy serves them at run time): mixed with this compiler's
+# inline parts, a remove_all jumped to address 0 (GCC 13.3, torch 2.11).
 # libstdc++ is therefore the first shared library the linker meets: the first item of this target's link
 # libraries, after the objects and static archives and before LibTorch. A link option (before the objects) did
 # it for GNU ld 2.40, but not for Ubuntu 24.04's ld 2.42, which left libstdc++ after LibTorch (probed on the
