@@ -38,5 +38,6 @@ function(cabert_record_build_commit target)
     COMMENT "Recording the source commit for ${target}" VERBATIM)
   target_sources(${target} PRIVATE "${source}")
   add_dependencies(${target} ${target}_build_commit)
-  set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON)
+  # Rewritten at each commit: compiled alone, without LibTorch's precompiled header, it rebuilds in a second.
+  set_source_files_properties("${source}" PROPERTIES SKIP_PRECOMPILE_HEADERS ON SKIP_UNITY_BUILD_INCLUSION ON)
 endfunction()

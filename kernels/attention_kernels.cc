@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <sstream>
 #include <tuple>
 
 #include "kernels/build_info.h"
@@ -11,6 +10,7 @@
 #ifdef CABERT_WITH_CUDA
 #include "kernels/cuda/attention_cuda.h"
 #endif
+#include "kernels/op_checks.h"
 #include "kernels/regions/attention_regions.h"
 #include "kernels/relative_bands.h"
 #include "lib/core/errors.h"
@@ -18,64 +18,55 @@
 namespace cabert::kernels {
 namespace {
 
-constexpr const char* kOp = "relative_attention";
-
-std::string shape_of(const at::Tensor& t) {
-  if (!t.defined()) return "none";
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
-}
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw UsageError(str(kOp, ": ", message));
-}
+constexpr const char* kAttentionOp = "relative_attention";
 
 // Last dimension contiguous (the kernel reads rows with any other strides).
 at::Tensor rows_contiguous(const at::Tensor& t) { return t.stride(-1) == 1 ? t : t.contiguous(); }
 
 AttentionInputs checked(const AttentionInputs& in) {
-  require(in.q.defined() && in.q.dim() == 4, str("expected q of shape [B, N, T, d], got ", shape_of(in.q)));
-  require(in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble,
+  require(in.q.defined() && in.q.dim() == 4, kAttentionOp,
+          str("expected q of shape [B, N, T, d], got ", shape_of(in.q)));
+  require(in.q.scalar_type() == at::kFloat || in.q.scalar_type() == at::kDouble, kAttentionOp,
           str("expected q to be float or double, got ", in.q.scalar_type()));
-  require(in.q.is_cpu() || in.q.is_cuda(), str("expected CPU or CUDA tensors, got q on ", in.q.device()));
-  if (in.q.is_cuda()) require_cuda_build(kOp);
+  require(in.q.is_cpu() || in.q.is_cuda(), kAttentionOp, str("expected CPU or CUDA tensors, got q on ", in.q.device()));
+  if (in.q.is_cuda()) require_cuda_build(kAttentionOp);
   for (const auto& [name, t] : {std::pair<const char*, const at::Tensor&>{"k", in.k}, {"v", in.v}}) {
-    require(t.defined() && t.sizes() == in.q.sizes(), str("expected ", name, " of shape ", shape_of(in.q),
-                                                          " (as q), got ", shape_of(t)));
-    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+    require(t.defined() && t.sizes() == in.q.sizes(), kAttentionOp,
+            str("expected ", name, " of shape ", shape_of(in.q), " (as q), got ", shape_of(t)));
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(), kAttentionOp,
             str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
   }
-  require(in.radius >= 0, str("expected a radius >= 0, got ", in.radius));
+  require(in.radius >= 0, kAttentionOp, str("expected a radius >= 0, got ", in.radius));
   const int64_t B = in.q.size(0), N = in.q.size(1), T = in.q.size(2);
   for (const auto& [name, t] :
        {std::pair<const char*, const at::Tensor&>{"query_band", in.query_band}, {"key_band", in.key_band}}) {
     if (!t.defined()) continue;
-    require(t.sizes() == at::IntArrayRef({B, N, T, 2 * in.radius + 1}),
-            str("expected ", name, " of shape [", B, ", ", N, ", ", T, ", ", 2 * in.radius + 1, "], got ",
-                shape_of(t)));
-    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+    require(
+        t.sizes() == at::IntArrayRef({B, N, T, 2 * in.radius + 1}), kAttentionOp,
+        str("expected ", name, " of shape [", B, ", ", N, ", ", T, ", ", 2 * in.radius + 1, "], got ", shape_of(t)));
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(), kAttentionOp,
             str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
   }
   const int64_t width = 2 * in.radius + 1, d = in.q.size(3);
-  require(!(in.weights.any() && (in.query_band.defined() || in.key_band.defined())),
+  require(!(in.weights.any() && (in.query_band.defined() || in.key_band.defined())), kAttentionOp,
           "expected the relative terms as bands or as weights, got both");
   for (const auto& [name, t, rows, cols] :
        {std::tuple<const char*, const at::Tensor&, int64_t, int64_t>{"W^C", in.weights.query, width, d},
         {"beta", in.weights.beta, N, width},
         {"W^K'", in.weights.key, width, d}}) {
     if (!t.defined()) continue;
-    require(t.sizes() == at::IntArrayRef({rows, cols}),
+    require(t.sizes() == at::IntArrayRef({rows, cols}), kAttentionOp,
             str("expected ", name, " of shape [", rows, ", ", cols, "], got ", shape_of(t)));
-    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(),
+    require(t.scalar_type() == in.q.scalar_type() && t.device() == in.q.device(), kAttentionOp,
             str("expected ", name, " of dtype ", in.q.scalar_type(), " on ", in.q.device(), " (as q)"));
   }
   if (in.key_mask.defined()) {
-    require(in.key_mask.sizes() == at::IntArrayRef({B, T}) && in.key_mask.scalar_type() == at::kBool,
-            str("expected key_mask [", B, ", ", T, "] bool, got ", shape_of(in.key_mask), " ",
-                in.key_mask.scalar_type()));
+    require(
+        in.key_mask.sizes() == at::IntArrayRef({B, T}) && in.key_mask.scalar_type() == at::kBool, kAttentionOp,
+        str("expected key_mask [", B, ", ", T, "] bool, got ", shape_of(in.key_mask), " ", in.key_mask.scalar_type()));
   }
-  require(in.dropout.p >= 0 && in.dropout.p < 1, str("expected a dropout probability in [0, 1), got ", in.dropout.p));
+  require(in.dropout.p >= 0 && in.dropout.p < 1, kAttentionOp,
+          str("expected a dropout probability in [0, 1), got ", in.dropout.p));
   AttentionInputs c = in;
   c.q = rows_contiguous(in.q);
   c.k = rows_contiguous(in.k);
@@ -147,8 +138,8 @@ AttentionOutputs relative_attention_forward(const AttentionInputs& in) {
 
 AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const AttentionInputs& in,
                                            const AttentionOutputs& forward) {
-  require(grad_out.sizes() == in.q.sizes(), str("expected a gradient of shape ", shape_of(in.q), ", got ",
-                                                shape_of(grad_out)));
+  require(grad_out.sizes() == in.q.sizes(), kAttentionOp,
+          str("expected a gradient of shape ", shape_of(in.q), ", got ", shape_of(grad_out)));
   AttentionOutputs saved = forward;
   saved.out = rows_contiguous(forward.out);
   saved.logsumexp = forward.logsumexp.contiguous();
@@ -159,6 +150,7 @@ AttentionGrads relative_attention_backward(const at::Tensor& grad_out, const Att
   if (c.weights.any()) {  // the bands this route's forward computed from the weights
     require(saved.query_band.defined() == (c.weights.query.defined() || c.weights.beta.defined()) &&
                 saved.key_band.defined() == c.weights.key.defined(),
+            kAttentionOp,
             "expected the forward's bands (AttentionOutputs::query_band, key_band) for weights on this route");
     banded = with_bands(c, Bands{saved.query_band, saved.key_band});
   }

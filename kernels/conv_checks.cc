@@ -1,22 +1,12 @@
 #include "kernels/conv_checks.h"
 
-#include <sstream>
 #include <string>
 
+#include "kernels/op_checks.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
 namespace {
-
-std::string shape_of(const at::Tensor& t) {
-  std::ostringstream out;
-  out << t.sizes();
-  return out.str();
-}
-
-void require(bool ok, const char* op, const std::string& message) {
-  if (!ok) throw UsageError(str(op, ": ", message));
-}
 
 void check_floating(const char* op, const char* name, const at::Tensor& t, const at::Tensor& x) {
   require(t.is_floating_point(), op, str("expected ", name, " to be float or double, got ", t.scalar_type()));
@@ -27,7 +17,7 @@ void check_floating(const char* op, const char* name, const at::Tensor& t, const
 
 ConvShape check_input(const char* op, const at::Tensor& x, int64_t kernel_size, int64_t padding_left,
                       const at::Tensor& mask) {
-  require(x.defined() && x.dim() == 3, op, str("expected x of shape [B, T, C], got ", x.defined() ? shape_of(x) : "none"));
+  require(x.defined() && x.dim() == 3, op, str("expected x of shape [B, T, C], got ", shape_of(x)));
   require(x.scalar_type() == at::kFloat || x.scalar_type() == at::kDouble, op,
           str("expected x to be float or double, got ", x.scalar_type()));
   ConvShape shape;
@@ -59,8 +49,7 @@ void check_heads(const char* op, ConvShape& shape, int64_t heads) {
 ConvShape check_lightweight_conv(const at::Tensor& x, const at::Tensor& weight, int64_t padding_left,
                                  const at::Tensor& mask) {
   const char* op = "lightweight_conv";
-  require(weight.defined() && weight.dim() == 2, op,
-          str("expected weight of shape [H, K], got ", weight.defined() ? shape_of(weight) : "none"));
+  require(weight.defined() && weight.dim() == 2, op, str("expected weight of shape [H, K], got ", shape_of(weight)));
   ConvShape shape = check_input(op, x, weight.size(1), padding_left, mask);
   check_floating(op, "weight", weight, x);
   check_heads(op, shape, weight.size(0));
@@ -71,7 +60,7 @@ ConvShape check_dynamic_conv(const at::Tensor& x, const at::Tensor& kernels, int
                              const at::Tensor& mask) {
   const char* op = "dynamic_conv";
   require(kernels.defined() && kernels.dim() == 4, op,
-          str("expected kernels of shape [B, T, H, K], got ", kernels.defined() ? shape_of(kernels) : "none"));
+          str("expected kernels of shape [B, T, H, K], got ", shape_of(kernels)));
   ConvShape shape = check_input(op, x, kernels.size(3), padding_left, mask);
   check_floating(op, "kernels", kernels, x);
   require(kernels.size(0) == shape.batch && kernels.size(1) == shape.length, op,
@@ -84,8 +73,7 @@ ConvShape check_dynamic_conv(const at::Tensor& x, const at::Tensor& kernels, int
 ConvShape check_depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
                                int64_t padding_left, const at::Tensor& mask) {
   const char* op = "depthwise_conv";
-  require(weight.defined() && weight.dim() == 2, op,
-          str("expected weight of shape [C, K], got ", weight.defined() ? shape_of(weight) : "none"));
+  require(weight.defined() && weight.dim() == 2, op, str("expected weight of shape [C, K], got ", shape_of(weight)));
   ConvShape shape = check_input(op, x, weight.size(1), padding_left, mask);
   check_floating(op, "weight", weight, x);
   require(weight.size(0) == shape.channels, op,
@@ -102,8 +90,7 @@ ConvShape check_depthwise_conv(const at::Tensor& x, const at::Tensor& weight, co
 RelposShape check_relative_position_scores(const at::Tensor& q, const at::Tensor& w, const at::Tensor& beta,
                                            int64_t radius) {
   const char* op = "relative_position_scores";
-  require(q.defined() && q.dim() == 4, op,
-          str("expected q of shape [B, N, T, d], got ", q.defined() ? shape_of(q) : "none"));
+  require(q.defined() && q.dim() == 4, op, str("expected q of shape [B, N, T, d], got ", shape_of(q)));
   require(q.scalar_type() == at::kFloat || q.scalar_type() == at::kDouble, op,
           str("expected q to be float or double, got ", q.scalar_type()));
   require(radius >= 0, op, str("expected a radius >= 0, got ", radius));

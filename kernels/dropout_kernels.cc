@@ -7,17 +7,14 @@
 #ifdef CABERT_WITH_CUDA
 #include "kernels/cuda/dropout_cuda.h"
 #endif
+#include "kernels/op_checks.h"
 #include "kernels/philox.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
 namespace {
 
-constexpr const char* kOp = "philox_dropout";
-
-void require(bool ok, const std::string& message) {
-  if (!ok) throw UsageError(str(kOp, ": ", message));
-}
+constexpr const char* kDropoutOp = "philox_dropout";
 
 }  // namespace
 
@@ -27,23 +24,23 @@ DrawRuns draw_runs(at::IntArrayRef sizes, const DrawIndex& index) {
   const int64_t rows = sizes.empty() ? 1 : sizes[0];
   const int64_t length = rows == 0 ? 0 : numel / rows;
   const uint64_t stride = index.row_stride == 0 ? static_cast<uint64_t>(length) : index.row_stride;
-  require(stride >= static_cast<uint64_t>(length),
+  require(stride >= static_cast<uint64_t>(length), kDropoutOp,
           str("expected a row stride of at least the row length ", length, ", got ", index.row_stride));
   if (stride == static_cast<uint64_t>(length)) return {numel == 0 ? 0 : 1, numel, index.first, stride * rows};
   return {rows, length, index.first, stride};
 }
 
 at::Tensor philox_dropout(const at::Tensor& x, const DropoutDraw& draw, const DrawIndex& index) {
-  require(x.defined(), "expected a tensor, got none");
-  require(at::isFloatingType(x.scalar_type()),
+  require(x.defined(), kDropoutOp, "expected a tensor, got none");
+  require(at::isFloatingType(x.scalar_type()), kDropoutOp,
           str("expected a float, double, half or bfloat16 tensor, got ", x.scalar_type()));
-  require(x.is_cpu() || x.is_cuda(), str("expected a CPU or CUDA tensor, got one on ", x.device()));
-  require(draw.p >= 0 && draw.p < 1, str("expected a dropout probability in [0, 1), got ", draw.p));
+  require(x.is_cpu() || x.is_cuda(), kDropoutOp, str("expected a CPU or CUDA tensor, got one on ", x.device()));
+  require(draw.p >= 0 && draw.p < 1, kDropoutOp, str("expected a dropout probability in [0, 1), got ", draw.p));
   const DrawRuns runs = draw_runs(x.sizes(), index);
   const at::Tensor c = x.contiguous();
   if (draw.p == 0) return c;
   if (c.is_cuda()) {
-    require_cuda_build(kOp);
+    require_cuda_build(kDropoutOp);
 #ifdef CABERT_WITH_CUDA
     return cuda::philox_dropout(c, draw, runs);
 #endif

@@ -4,6 +4,8 @@
 
 #include <cairo.h>
 
+#include <cmath>
+
 #include "lib/plot/figure.h"
 #include "lib/plot/layout.h"
 
@@ -11,6 +13,9 @@ namespace cabert::plot {
 
 inline constexpr uint32_t kInkColour = 0x1A1A1A;   // text, frame, tick marks
 inline constexpr uint32_t kGridColour = 0xE8E8E8;  // line chart grid lines
+
+// Centre of the pixel that holds `position`, so that 1-pixel lines are crisp.
+inline double crisp(double position) { return std::floor(position) + 0.5; }
 
 void draw_panel(cairo_t* cr, const Panel& panel, const PanelLayout& layout);
 

@@ -5,13 +5,6 @@
 #include "lib/plot/text.h"
 
 namespace cabert::plot {
-namespace {
-
-// Centre of the pixel that holds `position`, so that 1-pixel lines are crisp.
-double crisp(double position) { return std::floor(position) + 0.5; }
-
-}  // namespace
-
 void draw_frame_and_ticks(cairo_t* cr, const PanelLayout& layout) {
   const Rect& plot = layout.plot;
   set_colour(cr, kInkColour);

@@ -14,8 +14,6 @@ constexpr double kMarkerRadius = 3;
 constexpr double kLegendPadding = 6, kLegendSample = 24, kLegendInset = 8;
 constexpr uint32_t kLegendBorder = 0xBBBBBB;
 
-double crisp(double position) { return std::floor(position) + 0.5; }
-
 // The series in pixels, split at gaps (non-finite values, non-positive values on a log axis).
 std::vector<std::vector<Point>> polylines(const Series& series, bool log_y, const PanelLayout& layout) {
   std::vector<std::vector<Point>> parts(1);

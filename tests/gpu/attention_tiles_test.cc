@@ -17,7 +17,7 @@
 namespace cabert {
 namespace {
 
-torch::Device cuda0() { return torch::Device(torch::kCUDA, 0); }
+using testing::cuda0;
 
 kernels::AttentionInputs on_cuda(const kernels::AttentionInputs& in) {
   kernels::AttentionInputs moved = in;

@@ -41,12 +41,11 @@ namespace {
 using ops::KernelPath;
 using testing::conv_cases;
 using testing::ConvCase;
+using testing::cuda0;
 using testing::Op;
 using testing::OpRun;
 using testing::ragged_mask;
 using testing::run_on_path;
-
-torch::Device cuda0() { return torch::Device(torch::kCUDA, 0); }
 
 std::vector<torch::Tensor> to_device(const std::vector<torch::Tensor>& tensors, const torch::Device& device) {
   std::vector<torch::Tensor> out;

@@ -2,6 +2,7 @@
 // losses it recorded (`cabert inspect --json` of a metrics.cabert).
 #pragma once
 
+#include <c10/core/Device.h>
 #include <gtest/gtest.h>
 #include <torch/cuda.h>
 
@@ -25,6 +26,8 @@
   } while (false)
 
 namespace cabert::testing {
+
+inline c10::Device cuda0() { return c10::Device(c10::kCUDA, 0); }
 
 // Runs a shell command through run_command (tests/test_paths.h: in a subshell, so a redirection of its own, as in
 // "paste a b | head > dev.tsv", keeps its file); a failure (with the error output) when it fails.

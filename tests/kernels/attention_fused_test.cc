@@ -19,11 +19,11 @@ namespace cabert {
 namespace {
 
 using ops::KernelPath;
+using testing::expect_same;
+using testing::f64;
 using testing::Op;
 using testing::OpRun;
 using testing::run_on_path;
-
-torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
 
 // Random123's known-answer vectors for philox4x32-10 (kat_vectors): counter, key -> output.
 TEST(Philox, MatchesPublishedKnownAnswers) {
@@ -97,7 +97,7 @@ struct Terms {
   }
 };
 
-struct AttentionCase {
+struct CompositeCase {
   int64_t batch, heads, length, head_size, radius;
   Terms terms;
   bool masked;
@@ -123,13 +123,13 @@ torch::Tensor two_thirds_ragged_mask(int64_t batch, int64_t length) {
 
 // Inputs: q, k, v, then the defined relative weights in the order W^C, beta, W^K'.
 struct AttentionProblem {
-  AttentionCase c;
+  CompositeCase c;
   torch::Tensor mask;
   std::vector<torch::Tensor> inputs;
   Op op;
 };
 
-AttentionProblem make_problem(const AttentionCase& c, torch::Dtype dtype = torch::kDouble) {
+AttentionProblem make_problem(const CompositeCase& c, torch::Dtype dtype = torch::kDouble) {
   AttentionProblem problem{c, c.masked ? two_thirds_ragged_mask(c.batch, c.length) : torch::Tensor(), {}, {}};
   const auto options = torch::TensorOptions().dtype(dtype);
   const int64_t width = 2 * c.radius + 1;
@@ -151,19 +151,7 @@ AttentionProblem make_problem(const AttentionCase& c, torch::Dtype dtype = torch
   return problem;
 }
 
-void expect_same(const OpRun& fused, const OpRun& reference, const std::string& where, double tolerance) {
-  ASSERT_EQ(fused.out.sizes(), reference.out.sizes()) << where;
-  EXPECT_TRUE(torch::allclose(fused.out, reference.out, tolerance, tolerance))
-      << where << "\nmax diff " << (fused.out - reference.out).abs().max().item<double>();
-  ASSERT_EQ(fused.grads.size(), reference.grads.size());
-  for (size_t i = 0; i < fused.grads.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(fused.grads[i], reference.grads[i], tolerance, tolerance))
-        << where << " gradient of input " << i << "\nmax diff "
-        << (fused.grads[i] - reference.grads[i]).abs().max().item<double>();
-  }
-}
-
-void expect_fused_matches_reference(const AttentionCase& c, double tolerance = 1e-10) {
+void expect_fused_matches_reference(const CompositeCase& c, double tolerance = 1e-10) {
   AttentionProblem problem = make_problem(c);
   auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
   expect_same(run_on_path(KernelPath::kFused, problem.op, problem.inputs, probe),
@@ -175,7 +163,7 @@ void expect_fused_matches_reference(const AttentionCase& c, double tolerance = 1
 TEST(FusedAttention, HeadsLastInputsMatchReference) {
   torch::manual_seed(23);
   for (double dropout : {0.0, 0.3}) {
-    const AttentionCase c{2, 3, 37, 8, 4, {true, true, true}, true, dropout};
+    const CompositeCase c{2, 3, 37, 8, 4, {true, true, true}, true, dropout};
     AttentionProblem problem = make_problem(c);
     for (int i = 0; i < 3; ++i) problem.inputs[i] = problem.inputs[i].transpose(1, 2).contiguous();  // [B, T, N, d]
     const Op heads_view = [op = problem.op](const std::vector<torch::Tensor>& in) {
@@ -252,7 +240,7 @@ TEST(FusedAttention, GradientsMatchFiniteDifferences) {
 
 TEST(FusedAttention, FloatAgreesWithDoubleReference) {
   torch::manual_seed(26);
-  AttentionCase c{2, 4, 300, 32, 8, {true, true, true}, true, 0.1};
+  CompositeCase c{2, 4, 300, 32, 8, {true, true, true}, true, 0.1};
   AttentionProblem problem = make_problem(c);
   std::vector<torch::Tensor> as_float;
   for (const auto& t : problem.inputs) as_float.push_back(t.to(torch::kFloat));

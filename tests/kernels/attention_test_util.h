@@ -10,6 +10,7 @@
 #include <string>
 
 #include "kernels/attention_kernels.h"
+#include "tests/kernels/conv_test_util.h"
 
 namespace cabert::testing {
 
@@ -53,8 +54,6 @@ inline at::Tensor output_gradient(const AttentionCase& c) {
   return torch::randn({kAttentionBatch, kAttentionHeads, c.length, kAttentionHeadSize},
                       torch::TensorOptions().dtype(torch::kDouble));
 }
-
-inline torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
 
 inline kernels::AttentionInputs attention_inputs(const AttentionCase& c) {
   const int64_t B = kAttentionBatch, N = kAttentionHeads, d = kAttentionHeadSize, T = c.length,

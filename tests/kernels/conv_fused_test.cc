@@ -14,24 +14,12 @@ namespace {
 
 using ops::KernelPath;
 using testing::ConvCase;
+using testing::expect_same;
+using testing::f64;
 using testing::Op;
 using testing::OpRun;
 using testing::ragged_mask;
 using testing::run_on_path;
-
-torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
-
-void expect_same(const OpRun& fused, const OpRun& reference, const std::string& where, double tolerance = 1e-10) {
-  ASSERT_EQ(fused.out.sizes(), reference.out.sizes()) << where;
-  EXPECT_TRUE(torch::allclose(fused.out, reference.out, tolerance, tolerance))
-      << where << "\nmax diff " << (fused.out - reference.out).abs().max().item<double>();
-  ASSERT_EQ(fused.grads.size(), reference.grads.size());
-  for (size_t i = 0; i < fused.grads.size(); ++i) {
-    EXPECT_TRUE(torch::allclose(fused.grads[i], reference.grads[i], tolerance, tolerance))
-        << where << " gradient of input " << i << "\nmax diff "
-        << (fused.grads[i] - reference.grads[i]).abs().max().item<double>();
-  }
-}
 
 // The grid of the fused-vs-reference tests (the GPU tests add T=40 and K=31).
 std::vector<ConvCase> case_grid() { return testing::conv_cases({1, 2, 5, 9}, {1, 2, 3, 4, 7, 12}); }

@@ -3,21 +3,22 @@
 // blocks sweep them, and the relative-position elements. This is how the CUDA arithmetic is tested on a machine
 // without a GPU (the kernels themselves, thread mapping and barriers, are run on the CPU by
 // cuda_kernels_emulated_test.cc and on a device by tests/gpu).
+#include "kernels/conv_math.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <string>
 #include <vector>
 
-#include "kernels/conv_math.h"
 #include "kernels/reference/conv_reference.h"
+#include "tests/kernels/conv_test_util.h"
 
 namespace cabert {
 namespace {
 
 namespace math = kernels::math;
-
-torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
+using testing::f64;
 
 const bool* mask_ptr(const torch::Tensor& mask) { return mask.defined() ? mask.data_ptr<bool>() : nullptr; }
 

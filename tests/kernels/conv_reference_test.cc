@@ -1,16 +1,17 @@
 // The reference ops against naive loops written straight from the formulas of lib/ops/conv_ops.h.
+#include "kernels/reference/conv_reference.h"
+
 #include <gtest/gtest.h>
 
-#include "kernels/reference/conv_reference.h"
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
+#include "tests/kernels/conv_test_util.h"
 
 namespace cabert {
 namespace {
 
+using testing::f64;
 using torch::indexing::Slice;
-
-torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
 
 // out[b, t, c] = m[t] * sum_k w(b, t, c, k) * m[s] * x[b, s, c], s = t + k - pad.
 template <typename WeightAt>

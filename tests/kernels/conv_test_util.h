@@ -2,6 +2,7 @@
 // random projection of it with respect to every differentiable input.
 #pragma once
 
+#include <gtest/gtest.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -21,6 +22,8 @@ struct OpRun {
   torch::Tensor out;
   std::vector<torch::Tensor> grads;  // one per input (zeros where autograd gave none)
 };
+
+inline torch::TensorOptions f64() { return torch::TensorOptions().dtype(torch::kDouble); }
 
 using Op = std::function<torch::Tensor(const std::vector<torch::Tensor>&)>;
 
@@ -44,6 +47,19 @@ inline OpRun run_on_path(ops::KernelPath path, const Op& op, const std::vector<t
                          const torch::Tensor& probe) {
   ScopedKernelPath scope(path);
   return run_op(op, inputs, probe);
+}
+
+// The output and every gradient of two runs agree within `tolerance` (absolute and relative).
+inline void expect_same(const OpRun& got, const OpRun& want, const std::string& where, double tolerance = 1e-10) {
+  ASSERT_EQ(got.out.sizes(), want.out.sizes()) << where;
+  EXPECT_TRUE(torch::allclose(got.out, want.out, tolerance, tolerance))
+      << where << "\nmax diff " << (got.out - want.out).abs().max().item<double>();
+  ASSERT_EQ(got.grads.size(), want.grads.size());
+  for (size_t i = 0; i < got.grads.size(); ++i) {
+    EXPECT_TRUE(torch::allclose(got.grads[i], want.grads[i], tolerance, tolerance))
+        << where << " gradient of input " << i << "\nmax diff "
+        << (got.grads[i] - want.grads[i]).abs().max().item<double>();
+  }
 }
 
 // Largest |analytic - numeric| over every element of every input, numeric = central differences of

@@ -53,7 +53,7 @@ class TranslationTrainerTest : public ::testing::Test {
 };
 std::string* TranslationTrainerTest::dir_ = nullptr;
 
-void expect_same_model(const std::string& a, const std::string& b) {
+void expect_same_model_weights(const std::string& a, const std::string& b) {
   io::Checkpoint x = io::load_checkpoint(a), y = io::load_checkpoint(b);
   ASSERT_EQ(x.tensors.size(), y.tensors.size());
   for (const auto& [name, tensor] : x.tensors) {
@@ -99,8 +99,8 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   ASSERT_TRUE(fs::exists(stopped.model_dir + "/last.cabert"));
   EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").metadata().at("resume_batch"), "3");
   run_translation_training(stopped);
-  expect_same_model(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
-  expect_same_model(full.model_dir + "/averaged.cabert", stopped.model_dir + "/averaged.cabert");
+  expect_same_model_weights(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
+  expect_same_model_weights(full.model_dir + "/averaged.cabert", stopped.model_dir + "/averaged.cabert");
   // One EPOCH record per epoch, as in the uninterrupted run.
   auto records = testing::read_records<pb::TaskMetrics>(stopped.model_dir + "/metrics.cabert", "cabert.pb.TaskMetrics");
   int epochs = 0;
@@ -128,7 +128,7 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   EXPECT_EQ(io::read_checkpoint_info(late.model_dir + "/last.cabert").metadata().at("resume_epoch"), "2");
   TranslationTrainSummary resumed = run_translation_training(late);
   EXPECT_EQ(resumed.averaged_checkpoint, late.model_dir + "/averaged.cabert");
-  expect_same_model(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
+  expect_same_model_weights(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
 }
 
 // The model directory: a fresh run over an earlier one is refused (only --resume continues it), and so is a
@@ -199,7 +199,7 @@ TEST_F(TranslationTrainerTest, AResumeWithNothingLeftToTrainAveragesTheLastEpoch
   TranslationTrainSummary again = run_translation_training(o);
   EXPECT_TRUE(again.epochs.empty());
   ASSERT_EQ(again.averaged_checkpoint, o.model_dir + "/averaged.cabert");
-  expect_same_model(o.model_dir + "/averaged-before.cabert", again.averaged_checkpoint);
+  expect_same_model_weights(o.model_dir + "/averaged-before.cabert", again.averaged_checkpoint);
   EXPECT_EQ(again.averaged.score(), ended.averaged.score());
   EXPECT_EQ(count_records(o.model_dir + "/metrics.cabert", pb::TaskMetrics::EVALUATION), 1);
   EXPECT_EQ(count_records(o.model_dir + "/metrics.cabert", pb::TaskMetrics::EPOCH), 2);
