@@ -9,3 +9,5 @@ set(_cabert_fuzz_flags -fsanitize=fuzzer-no-link,address,undefined -fno-sanitize
                        -fno-omit-frame-pointer)
 add_compile_options(${_cabert_fuzz_flags})
 add_link_options(-fsanitize=address,undefined)
+# File by file: these sources include no LibTorch, so compiling them in units (the default) would save nothing.
+set(CMAKE_UNITY_BUILD OFF)
