@@ -26,12 +26,6 @@ namespace cabert::interop {
 
 namespace {
 
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::string weights_path(const fs::path& dir) {
   fs::path path = dir / "model.safetensors";
   if (fs::exists(path)) return path.string();
@@ -171,8 +165,8 @@ ImportSummary import_model(const ImportOptions& options) {
     }
     const std::vector<int64_t> want = hf_shape(module_tensor.sizes().vec(), link.reshape);
     if (tensor.sizes().vec() != want) {
-      throw DataError(str(file.path(), ": tensor '", stored, "' has shape ", shape_text(tensor.sizes().vec()), " but ",
-                          config_path, " describes ", shape_text(want)));
+      throw DataError(str(file.path(), ": tensor '", stored, "' has shape ", io::shape_text(tensor.sizes().vec()),
+                          " but ", config_path, " describes ", io::shape_text(want)));
     }
     // A NaN or infinity would only show later, as a NaN loss or prediction far from its cause.
     if (!torch::isfinite(tensor).all().item<bool>()) {

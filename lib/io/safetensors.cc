@@ -59,13 +59,6 @@ constexpr DtypeEntry kDtypes[] = {
 
 const DtypeEntry& entry(SafeDtype dtype) { return kDtypes[static_cast<size_t>(dtype)]; }
 
-// "[5, 6]", as in the messages.
-std::string shape_text(const std::vector<int64_t>& shape) {
-  std::string text = "[";
-  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
-  return text + "]";
-}
-
 std::string range_text(uint64_t begin, uint64_t end) { return str("[", begin, ", ", end, "]"); }
 
 std::string encode_u64(uint64_t value) {
@@ -144,7 +137,7 @@ std::string padded_header(const std::string& path, const std::vector<const SafeT
 struct DuplicateKey {
   std::string key;
 };
-struct TooDeep {};
+struct HeaderTooDeep {};
 
 // Parses with a callback that rejects duplicate keys in any object (nlohmann would keep the last one) and
 // nesting deeper than the reference reader's limit (a header's values are printed in messages, and
@@ -154,7 +147,7 @@ Json parse_unique_keys(const std::string& text) {
   auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
     if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) &&
         depth >= kMaxJsonDepth) {
-      throw TooDeep{};
+      throw HeaderTooDeep{};
     }
     if (event == Json::parse_event_t::object_start) {
       open_objects.emplace_back();
@@ -199,6 +192,12 @@ bool overflows(SafeDtype dtype, const std::vector<int64_t>& shape) {
 }  // namespace
 
 const char* safe_dtype_name(SafeDtype dtype) { return entry(dtype).name; }
+
+std::string shape_text(const std::vector<int64_t>& shape) {
+  std::string text = "[";
+  for (size_t i = 0; i < shape.size(); ++i) text += (i ? ", " : "") + std::to_string(shape[i]);
+  return text + "]";
+}
 
 std::optional<SafeDtype> parse_safe_dtype(std::string_view name) {
   for (const auto& candidate : kDtypes) {
@@ -315,7 +314,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
     json = parse_unique_keys(header);
   } catch (const DuplicateKey& duplicate) {
     throw DataError(str(path_, ": header: duplicate key '", duplicate.key, "'"));
-  } catch (const TooDeep&) {
+  } catch (const HeaderTooDeep&) {
     throw DataError(str(path_, ": header: arrays and objects nested deeper than ", kMaxJsonDepth, " levels"));
   } catch (const nlohmann::json::parse_error& error) {
     uint64_t position = error.byte > 0 ? error.byte - 1 : 0;

@@ -67,6 +67,8 @@ size_t safe_dtype_size(SafeDtype dtype);
 // Bytes of a tensor of `shape`; nullopt when a dimension is negative, the size overflows 64 bits, or a
 // sub-byte dtype does not fill a whole number of bytes.
 std::optional<uint64_t> safe_tensor_bytes(SafeDtype dtype, const std::vector<int64_t>& shape);
+// "[5, 6]", as in the messages about tensors' shapes.
+std::string shape_text(const std::vector<int64_t>& shape);
 
 inline constexpr uint64_t kSafetensorsMaxHeaderBytes = 100'000'000;
 

@@ -5,6 +5,7 @@
 #include "lib/plot/text.h"
 
 namespace cabert::plot {
+
 void draw_frame_and_ticks(cairo_t* cr, const PanelLayout& layout) {
   const Rect& plot = layout.plot;
   set_colour(cr, kInkColour);
