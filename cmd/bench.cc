@@ -40,6 +40,7 @@ struct BenchOptions {
   std::string output;
   std::string model;  // --model PRESET|CONFIG: model mode
   std::vector<std::string> sets;
+  bool amp = false;   // --amp: bfloat16 autocast (--model)
   bench::ProfileRequest profile;  // --profile DIR, --profile-runs N
 };
 
@@ -78,19 +79,37 @@ std::string describe_cuda_device(const torch::Device& device) {
   return "unknown";
 }
 
+// Where a bench runs, for its table's first line: "cuda:0 (NVIDIA H200, sm_90), host CPU" or the CPU.
+std::string describe_bench_machine(const pb::BenchEnvironment& env, const torch::Device& device) {
+  return str(device.is_cuda() ? str(device.str(), " (", describe_cuda_device(device), "), host ") : "",
+             env.cpu_model());
+}
+
+// What a table's times are, after its first line: on CUDA, device time between events.
+std::string describe_clock(const torch::Device& device) {
+  return device.is_cuda() ? "; times: CUDA events on the device's current stream around each run (device time), "
+                            "the device synchronised before it"
+                          : "";
+}
+
+// The --model tables' precision, before the rest of their first line.
+std::string describe_precision(bool amp) {
+  return amp ? "bfloat16 autocast (--amp; the conv and relative-position ops in float32 inside); " : "";
+}
+
 class TablePrinter {
  public:
-  explicit TablePrinter(std::string format) : format_(std::move(format)) {}
+  TablePrinter(std::string format, bool cuda) : format_(std::move(format)), cuda_(cuda) {}
 
   void header(const pb::BenchEnvironment& env, const torch::Device& device) {
-    const std::vector<std::string> columns = {"op", "kernels", "pass", "B", "T", "C", "H", "K", "median ms",
-                                              "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
+    std::vector<std::string> columns = {"op", "kernels", "pass", "B", "T", "C", "H", "K", "median ms",
+                                        "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
+    // On CUDA the wall clock of the same runs beside the events' time: where they differ, the host is the bound.
+    if (cuda_) columns.insert(columns.begin() + 11, "wall median ms");
     if (format_ == "md") {
-      std::cout << "cabert bench on "
-                << (device.is_cuda() ? str(device.str(), " (", describe_cuda_device(device), "), host ") : "")
-                << env.cpu_model() << " (" << env.logical_cores() << " logical cores), "
-                << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
-                << env.allocator() << "\n\n|";
+      std::cout << "cabert bench on " << describe_bench_machine(env, device) << " (" << env.logical_cores()
+                << " logical cores), " << env.intra_op_threads() << " intra-op threads; " << env.kernels_build()
+                << "; allocator: " << env.allocator() << describe_clock(device) << "\n\n|";
       for (const auto& c : columns) std::cout << ' ' << c << " |";
       std::cout << "\n|";
       for (size_t i = 0; i < columns.size(); ++i) std::cout << (i < 2 ? "---|" : "---:|");
@@ -108,12 +127,13 @@ class TablePrinter {
       return;
     }
     const auto& t = r.timing();
-    const std::vector<std::string> cells = {
+    std::vector<std::string> cells = {
         r.op(), r.kernels(), r.backward() ? "fwd+bwd" : "fwd", std::to_string(r.batch()), std::to_string(r.seq()),
         std::to_string(r.channels()), std::to_string(r.heads()), std::to_string(r.kernel()), fixed(t.median_ms()),
         fixed(t.q1_ms()) + "-" + fixed(t.q3_ms()), fixed(t.min_ms()) + "-" + fixed(t.max_ms()),
         mebibytes(t.peak_extra_bytes()),
         r.speedup_vs_reference() > 0 ? fixed(r.speedup_vs_reference(), 1) + "x" : "-"};
+    if (cuda_) cells.insert(cells.begin() + 11, fixed(t.wall_median_ms()));
     if (format_ == "md") {
       std::cout << '|';
       for (const auto& c : cells) std::cout << ' ' << c << " |";
@@ -126,6 +146,7 @@ class TablePrinter {
 
  private:
   std::string format_;
+  bool cuda_;
 };
 
 torch::Dtype parse_dtype(const std::string& name) {
@@ -178,7 +199,7 @@ void run_op_bench(const BenchOptions& options) {
   if (!options.output.empty()) {
     writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   }
-  TablePrinter printer(options.format);
+  TablePrinter printer(options.format, device.is_cuda());
   printer.header(env, device);
   for (const auto& op : options.ops) {
     log_info("bench ", op, ": ", bench::op_bench_description(op));
@@ -250,14 +271,17 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
   }
   config.seed = global_options().seed;
   config.profile = options.profile;
+  config.device = ops::parse_device(options.device);
+  config.amp = options.amp;
   std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   if (options.format == "md") {
     const pb::BenchEnvironment env = bench::bench_environment();
-    std::cout << "cabert bench --model " << options.model << " (encoder-decoder) on " << env.cpu_model() << ", "
-              << env.intra_op_threads() << " intra-op threads; train: source = target = L tokens; generate: L "
-              << "tokens from a source of min(L, 32) tokens\n\n"
+    std::cout << "cabert bench --model " << options.model << " (encoder-decoder) on "
+              << describe_bench_machine(env, config.device) << ", " << env.intra_op_threads()
+              << " intra-op threads; " << describe_precision(options.amp) << "train: source = target = L tokens; "
+              << "generate: L tokens from a source of min(L, 32) tokens" << describe_clock(config.device) << "\n\n"
               << "| model | kernels | B | L | params | train step ms | train tok/s | train peak MiB | generate ms | "
                  "gen tok/s | step ms first 10% | step ms last 10% | gen peak MiB |\n"
               << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -294,9 +318,6 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
 // ---- --model: training-step and inference throughput of a whole MLM model ----
 
 void run_model_bench(const BenchOptions& options) {
-  if (ops::parse_device(options.device).is_cuda()) {
-    throw UsageError("bench --model: runs on the CPU only in this version; --device cuda times the ops (--op)");
-  }
   bench::ModelBenchConfig config;
   config.model = config::load_model_config(options.model, options.sets);
   if (config.model.has_seq2seq()) {
@@ -310,13 +331,16 @@ void run_model_bench(const BenchOptions& options) {
   config.repeats = options.repeats;
   config.seed = global_options().seed;
   config.profile = options.profile;
+  config.device = ops::parse_device(options.device);
+  config.amp = options.amp;
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   if (options.format == "md") {
     const pb::BenchEnvironment env = bench::bench_environment();
-    std::cout << "cabert bench --model " << options.model << " on " << env.cpu_model() << ", "
-              << env.intra_op_threads() << " intra-op threads; " << env.kernels_build() << "; allocator: "
-              << env.allocator() << "\n\n"
+    std::cout << "cabert bench --model " << options.model << " on " << describe_bench_machine(env, config.device)
+              << ", " << env.intra_op_threads() << " intra-op threads; " << describe_precision(options.amp)
+              << env.kernels_build() << "; allocator: " << env.allocator() << describe_clock(config.device)
+              << "\n\n"
               << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
                  "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up | train GFLOP/s (of matmul peak) |\n"
               << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
@@ -388,8 +412,15 @@ void add_bench(CLI::App& app) {
   sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
   sub->add_option("--dtype", options->dtype, "float or double")->capture_default_str();
   sub->add_option("--device", options->device,
-                  "--op on cpu, cuda or cuda:N (each run synchronised; peak memory from the CUDA caching allocator)")
+                  "cpu, cuda or cuda:N, for --op and --model (on CUDA: times from CUDA events on the device's current "
+                  "stream, the device synchronised before each run, the wall clock beside them; peak memory from "
+                  "the CUDA caching allocator)")
       ->capture_default_str();
+  CLI::Option* amp = sub->add_flag("--amp", options->amp,
+                                   "With --model: bfloat16 autocast around the forwards, as pretrain --amp (the "
+                                   "conv and relative-position ops compute in float32 inside; matmul peak in "
+                                   "bfloat16)");
+  amp->excludes(op);
   sub->add_option("--format", options->format, "Table on stdout: md, tsv or json (one JSON record per line)")
       ->capture_default_str();
   sub->add_option("-o,--output", options->output, "Also write BenchRecord records (formats/bench.proto) here");

@@ -10,6 +10,7 @@
 #include <torch/cuda.h>
 #endif
 
+#include "kernels/device_timing.h"
 #include "lib/core/errors.h"
 
 namespace cabert::kernels {
@@ -95,6 +96,11 @@ int64_t cuda_peak_memory_bytes(int) {
   require_cuda_build("cuda_peak_memory_bytes");
   return 0;
 }
+struct CudaEventMarks::Events {};
+CudaEventMarks::CudaEventMarks(int device) : device_(device) { require_cuda_build("CUDA event timing"); }
+CudaEventMarks::~CudaEventMarks() = default;
+void CudaEventMarks::mark() { require_cuda_build(str("CUDA event timing on cuda:", device_).c_str()); }
+std::vector<double> CudaEventMarks::intervals_ms() { return {}; }
 #endif
 
 std::string describe_build() {

@@ -15,6 +15,8 @@
 #   4. recipes/bench/conv_ops.sh on cuda (cabert's conv ops beside fairseq's own CUDA kernels, HF ConvBERT and
 #      torch at K = 15, 31: issue 18's 2x target), when the kit has fairseq's sources; fairseq's kernels are
 #      compiled in the background while cabert builds
+#   5. `cabert bench --model --device cuda` (bert-small-composite, convbert-small; float and --amp) and HF's
+#      ConvBertForMaskedLM on the same model (recipes/bench/attention.sh, PARTS=models), into bench.md
 # Logs (at most 8 files, as the device tool returns them) go to $OUT, or out/gpu-check elsewhere:
 # summary.txt (versions, each step's exit code and seconds), build.log (configure and build), selftest.log,
 # gpu-tests.log, bench.md, profiles.tar.gz (step 3's profiles: ROW.md summaries and Chrome traces), baselines.log
@@ -292,4 +294,9 @@ if step baselines "$out/baselines.log" env PYTHON=python3 PYTHONPATH="$fairseq_l
   TARGET=2 ROWS="$rows" CABERT_BUILD_DIR="$build" bash recipes/bench/conv_ops.sh /tmp/cabert-conv-ops; then
   cp /tmp/cabert-conv-ops/comparison.md "$out/comparison.md"
 fi
+# Whole models on the device, float and bfloat16 autocast (bench --model --device cuda, timed by CUDA events)
+# beside HF's ConvBertForMaskedLM on an export of the same convbert-small (recipes/bench/attention.sh's model
+# half): issue 16's model rows on a GPU. Last, so that the checks above come first within the budget.
+step models "$out/bench.md" env DEVICE=cuda PARTS=models AMP=1 REPEATS=5 PYTHON=python3 CABERT_BUILD_DIR="$build" \
+  bash recipes/bench/attention.sh /tmp/cabert-attention
 say "done in $(($(date +%s) - started)) s of $budget"

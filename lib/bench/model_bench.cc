@@ -13,6 +13,7 @@
 #include "lib/models/pretraining_models.h"
 #include "lib/models/summary.h"
 #include "lib/ops/memory_meter.h"
+#include "lib/ops/mixed_precision.h"
 #include "lib/train/optimizer.h"
 
 namespace cabert::bench {
@@ -44,16 +45,18 @@ train::AdamWOptions bench_adamw_options() {
 
 namespace {
 
-// The dense peak the steps are compared with: the best of five float 1024^3 products through LibTorch's BLAS
-// at the current thread count, in GFLOP/s (constant operands: no generator draw, so the seeded batch and
-// weights do not depend on it).
-double measured_matmul_gflops() {
-  constexpr int64_t n = 1024;
-  const torch::Tensor a = torch::full({n, n}, 0.5f), b = torch::full({n, n}, 0.25f);
-  torch::Tensor c = torch::mm(a, b);  // warm-up: BLAS buffers and threads
+// The dense peak the steps are compared with: the best of five n^3 products through LibTorch's matmul at the
+// current threads, in the dtype the linears run in (bfloat16 under autocast), in GFLOP/s; n = 1024 on the CPU,
+// 4096 on CUDA (where 1024^3 is over in tens of microseconds, launch-bound). Constant operands: no generator
+// draw, so the seeded batch and weights do not depend on it.
+double measured_matmul_gflops(const torch::Device& device, bool amp) {
+  const int64_t n = device.is_cuda() ? 4096 : 1024;
+  const auto options = torch::TensorOptions().device(device).dtype(amp ? torch::kBFloat16 : torch::kFloat);
+  const torch::Tensor a = torch::full({n, n}, 0.5, options), b = torch::full({n, n}, 0.25, options);
+  torch::Tensor c = torch::mm(a, b);  // warm-up: BLAS buffers and threads, cuBLAS's handle
   double best_ms = std::numeric_limits<double>::infinity();
-  for (int i = 0; i < 5; ++i) best_ms = std::min(best_ms, elapsed_ms([&] { torch::mm_out(c, a, b); }));
-  return 2.0 * n * n * n / (best_ms / 1000) / 1e9;
+  for (int i = 0; i < 5; ++i) best_ms = std::min(best_ms, time_run([&] { torch::mm_out(c, a, b); }, device).ms);
+  return 2.0 * static_cast<double>(n * n * n) / (best_ms / 1000) / 1e9;
 }
 
 // One kernel path's model, optimizer and timings.
@@ -61,14 +64,15 @@ struct PathRun {
   ops::KernelPath path;
   models::MlmModel model{nullptr};
   std::unique_ptr<train::AdamW> optimizer;
-  std::vector<double> train_ms, inference_ms;
+  TimedRuns train, inference;
   int64_t train_peak = 0, inference_peak = 0;
 };
 
 }  // namespace
 
 pb::BenchRecord model_record(const std::string& kind, const std::string& model_name, const pb::ModelConfig& config,
-                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters) {
+                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters,
+                             const torch::Device& device, bool amp) {
   pb::BenchRecord record;
   record.set_kind(kind);
   record.set_model(model_name);
@@ -78,9 +82,17 @@ pb::BenchRecord model_record(const std::string& kind, const std::string& model_n
   record.set_seq(seq);
   record.set_channels(config.hidden_size());
   record.set_heads(config.num_heads());
-  record.set_dtype("float");
+  record.set_dtype(amp ? "bfloat16 autocast" : "float");
+  record.set_device(device.str());
   record.set_parameters(parameters);
   return record;
+}
+
+std::string model_memory_method(const torch::Device& device, const std::string& what) {
+  return device.is_cuda() ? str("peak bytes the CUDA caching allocator handed out above ", what,
+                                " (cuBLAS/cuDNN workspaces outside it not counted)")
+                          : str("peak CPU tensor bytes above ", what,
+                                " (counting c10 allocator; oneDNN/BLAS scratch not counted)");
 }
 
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
@@ -91,7 +103,8 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   if (c.batch < 1 || c.seq < 1) throw UsageError("bench: expected positive --batch and --seq");
   if (c.repeats < 1 || c.warmup < 0) throw UsageError("bench: expected --repeats >= 1 and --warmup >= 0");
   ops::install_cpu_memory_meter();
-  const double matmul_gflops = measured_matmul_gflops();
+  const torch::Device device = c.device;
+  const double matmul_gflops = measured_matmul_gflops(device, c.amp);
   const int64_t B = c.batch, T = c.seq;
   torch::manual_seed(c.seed);
   auto ids = torch::randint(5, c.model.vocab_size(), {B, T}, torch::kLong);
@@ -99,40 +112,45 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   auto mask = torch::ones({B, T}, torch::kBool);
   auto positions = torch::rand({B, T}) < 0.15;
   positions.index_put_({torch::indexing::Slice(), 1}, true);  // at least one prediction per sequence
-  auto labels = ids.masked_select(positions);
+  auto labels = ids.masked_select(positions).to(device);
+  ids = ids.to(device), segments = segments.to(device), mask = mask.to(device), positions = positions.to(device);
 
   std::vector<PathRun> runs;
   for (ops::KernelPath path : c.paths) {
-    PathRun run;
-    run.path = path;
+    PathRun run{path, models::MlmModel(nullptr), nullptr, TimedRuns(device), TimedRuns(device)};
     torch::manual_seed(c.seed + 1);  // the same weights on every path
     run.model = models::MlmModel(c.model);
+    run.model->to(device);
     run.optimizer = std::make_unique<train::AdamW>(*run.model, bench_adamw_options());
     runs.push_back(std::move(run));
   }
   auto train_step = [&](PathRun& run) {
     run.optimizer->zero_grad();
-    auto loss = torch::nn::functional::cross_entropy(run.model->forward(ids, segments, mask, positions), labels);
+    torch::Tensor loss;
+    {
+      ops::AutocastScope autocast(c.amp, device);
+      loss = torch::nn::functional::cross_entropy(run.model->forward(ids, segments, mask, positions), labels);
+    }
     loss.backward();
     run.optimizer->step();
   };
   auto infer = [&](PathRun& run) {
     torch::NoGradGuard no_grad;
+    ops::AutocastScope autocast(c.amp, device);
     run.model->encoder->forward(ids, segments, mask);
   };
   // Each phase: warm-up + repeats with the paths taking turns, then one more step per path for the peak memory.
-  auto phase = [&](const std::function<void(PathRun&)>& step, std::vector<double> PathRun::*times,
-                   int64_t PathRun::*peak) {
+  auto phase = [&](const std::function<void(PathRun&)>& step, TimedRuns PathRun::*times, int64_t PathRun::*peak) {
     for (int i = 0; i < c.warmup + c.repeats; ++i) {
       for (PathRun& run : runs) {
         ops::ScopedKernelPath scope(run.path);
-        const double ms = elapsed_ms([&] { step(run); });
-        if (i >= c.warmup) (run.*times).push_back(ms);
+        const RunTime time = time_run([&] { step(run); }, device);
+        if (i >= c.warmup) (run.*times).add(time);
       }
     }
     for (PathRun& run : runs) {
       ops::ScopedKernelPath scope(run.path);
-      run.*peak = peak_extra_bytes_of([&] { step(run); });
+      run.*peak = peak_extra_bytes_on([&] { step(run); }, device);
     }
   };
   for (PathRun& run : runs) {
@@ -140,34 +158,33 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     run.model->train();
     train_step(run);  // creates the optimizer state outside the measured memory
   }
-  phase(train_step, &PathRun::train_ms, &PathRun::train_peak);
+  phase(train_step, &PathRun::train, &PathRun::train_peak);
   const std::string model_stem = std::filesystem::path(c.model_name).stem().string();
   for (PathRun& run : runs) {
     ops::ScopedKernelPath scope(run.path);
     const std::string path = ops::kernel_path_name(run.path);
     profile_if_asked(c.profile, str(model_stem, "-", path, "-train-B", B, "-T", T),
                      str(c.model_name, ", ", path, " kernels, training step (MLM forward, cross-entropy, backward, "
-                         "AdamW), B=", B, " T=", T, " on the CPU"),
-                     [&] { train_step(run); }, torch::kCPU);
+                         "AdamW)", c.amp ? " under bfloat16 autocast" : "", ", B=", B, " T=", T, " on ",
+                         device.is_cuda() ? device.str() : "the CPU"),
+                     [&] { train_step(run); }, device);
   }
   for (PathRun& run : runs) run.model->eval();
-  phase(infer, &PathRun::inference_ms, &PathRun::inference_peak);
+  phase(infer, &PathRun::inference, &PathRun::inference_peak);
 
   const pb::BenchEnvironment env = bench_environment();
   std::vector<pb::BenchRecord> records;
   double reference_train_ms = 0;
   for (PathRun& run : runs) {
-    pb::BenchRecord record =
-        model_record("model", c.model_name, c.model, run.path, B, T, models::count_parameters(*run.model));
+    pb::BenchRecord record = model_record("model", c.model_name, c.model, run.path, B, T,
+                                          models::count_parameters(*run.model), device, c.amp);
     record.set_flops_per_token(analytic_flops_per_token(run.model, c.model, T));
     *record.mutable_train_timing() =
-        make_timing(run.train_ms, c.warmup, run.train_peak,
-                  "peak CPU tensor bytes above the model, optimizer state and batch during one extra step "
-                  "(counting c10 allocator; oneDNN/BLAS scratch not counted)");
+        make_timing(run.train, c.warmup, run.train_peak,
+                    model_memory_method(device, "the model, optimizer state and batch during one extra step"));
     *record.mutable_inference_timing() =
-        make_timing(run.inference_ms, c.warmup, run.inference_peak,
-                  "peak CPU tensor bytes above the model and batch during one extra forward (counting c10 "
-                  "allocator; oneDNN/BLAS scratch not counted)");
+        make_timing(run.inference, c.warmup, run.inference_peak,
+                    model_memory_method(device, "the model and batch during one extra forward"));
     const double tokens = static_cast<double>(B * T);
     record.set_train_tokens_per_second(tokens / (record.train_timing().median_ms() / 1000));
     record.set_inference_tokens_per_second(tokens / (record.inference_timing().median_ms() / 1000));
@@ -176,11 +193,14 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     record.set_matmul_gflops(matmul_gflops);
     if (run.path == ops::KernelPath::kReference) reference_train_ms = record.train_timing().median_ms();
     *record.mutable_environment() = env;
-    record.set_note(
+    record.set_note(str(
         "training step = MLM forward + cross-entropy + backward + AdamW step (cabert's: PyTorch's fused kernel, "
         "gradients set to none between steps); inference = encoder "
         "forward without gradients; paths interleaved repeat by repeat; flops_per_token: analytic "
-        "forward (training ~3x, as train_gflops_per_second counts it)");
+        "forward (training ~3x, as train_gflops_per_second counts it)",
+        c.amp ? "; forwards under bfloat16 autocast (the conv and relative-position ops compute in float32 inside), "
+                "matmul_gflops a bfloat16 product"
+              : ""));
     records.push_back(std::move(record));
   }
   for (pb::BenchRecord& record : records) {

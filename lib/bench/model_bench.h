@@ -23,6 +23,10 @@ struct ModelBenchConfig {
   std::vector<ops::KernelPath> paths = {ops::KernelPath::kReference, ops::KernelPath::kFused};
   int warmup = 2, repeats = 10;
   uint64_t seed = 42;
+  // Where the models run; the batch is drawn on the CPU (the same values on every device), then moved there.
+  torch::Device device = torch::kCPU;
+  // bfloat16 autocast around every step and forward (lib/ops/mixed_precision.h), as `pretrain --amp` trains.
+  bool amp = false;
   // When asked, more training steps per path under PyTorch's profiler after the timed ones
   // (lib/bench/run_profile.h), into DIR/MODEL-PATH-train-B..-T...md and its Chrome trace.
   ProfileRequest profile;
@@ -31,15 +35,22 @@ struct ModelBenchConfig {
 // One record per path, in the order of config.paths. Every path gets its own model built from the same seed
 // (identical weights) and the same batch, and the paths take turns repeat by repeat, so a machine whose speed
 // drifts during the run slows every path alike. The fused record carries its training speed-up over the
-// reference when both ran. Throws UsageError when seq exceeds the model's max_length.
+// reference when both ran. Times and peaks as lib/bench/run_timing.h takes them on config.device (CUDA: events,
+// the caching allocator). Throws UsageError when seq exceeds the model's max_length.
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& config);
 
 // The optimizer of the benches' training steps: cabert's AdamW, the one `pretrain` runs (PyTorch's fused kernel,
 // no decay on biases and LayerNorm), at lr 1e-4 with its default betas, eps and weight decay.
 train::AdamWOptions bench_adamw_options();
 
-// The fields every whole-model record starts with (kind "model" or "seq2seq"; float, training with backward).
+// The fields every whole-model record starts with (kind "model" or "seq2seq"; training with backward; dtype
+// "float", or "bfloat16 autocast" with amp; the device).
 pb::BenchRecord model_record(const std::string& kind, const std::string& model_name, const pb::ModelConfig& config,
-                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters);
+                             ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters,
+                             const torch::Device& device, bool amp);
+
+// The memory_method of a whole-model record's peak on `device`: what `what` ("the model, optimizer state and
+// batch during one extra step", ...) is measured above, and by which allocator.
+std::string model_memory_method(const torch::Device& device, const std::string& what);
 
 }  // namespace cabert::bench

@@ -253,25 +253,6 @@ bool op_bench_has_kernel_paths(const std::string& op) {
   return op != "attention" && op != "sdpa" && op != "torch-dropout";
 }
 
-pb::BenchTiming summarize_times(std::vector<double> ms) {
-  pb::BenchTiming timing;
-  if (ms.empty()) return timing;
-  std::sort(ms.begin(), ms.end());
-  auto quantile = [&](double p) {
-    const double position = p * static_cast<double>(ms.size() - 1);
-    const size_t low = static_cast<size_t>(std::floor(position));
-    const size_t high = std::min(low + 1, ms.size() - 1);
-    return ms[low] + (ms[high] - ms[low]) * (position - static_cast<double>(low));
-  };
-  timing.set_repeats(static_cast<int>(ms.size()));
-  timing.set_median_ms(quantile(0.5));
-  timing.set_q1_ms(quantile(0.25));
-  timing.set_q3_ms(quantile(0.75));
-  timing.set_min_ms(ms.front());
-  timing.set_max_ms(ms.back());
-  return timing;
-}
-
 pb::BenchTiming bench_op(const OpBenchConfig& config) {
   if (config.batch < 1 || config.seq < 1 || config.channels < 1 || config.heads < 1 || config.kernel < 1) {
     throw UsageError("bench: expected positive --batch, --seq, --channels, --heads and --kernel");
@@ -285,8 +266,6 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
   torch::manual_seed(config.seed);
   ScopedKernelPath path(config.path);
   OpSetup setup = make_op_setup(config);
-  const bool cuda = config.device.is_cuda();
-  const int device_index = cuda ? (config.device.has_index() ? config.device.index() : 0) : -1;
   auto run = [&] {
     if (!config.backward) {
       torch::NoGradGuard no_grad;
@@ -295,13 +274,11 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
       torch::Tensor out = setup.forward();
       torch::autograd::grad({out}, setup.leaves, {torch::ones_like(out)});
     }
-    // A CUDA run ends when its kernels have: the wall clock then times the device work too.
-    if (cuda) torch::cuda::synchronize(device_index);
   };
-  std::vector<double> times;
+  TimedRuns runs(config.device);
   for (int i = 0; i < config.warmup + config.repeats; ++i) {
-    const double ms = elapsed_ms(run);
-    if (i >= config.warmup) times.push_back(ms);
+    const RunTime time = time_run(run, config.device);
+    if (i >= config.warmup) runs.add(time);
   }
   profile_if_asked(config.profile, op_profile_stem(config),
                    str(config.op, ", ", ops::kernel_path_name(config.path), " kernels, ",
@@ -309,45 +286,18 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
                        config.channels, " H=", config.heads, " K=", config.kernel, ", ",
                        c10::toString(config.dtype), " on ", config.device.str()),
                    run, config.device);
-  if (cuda) {
-    kernels::reset_cuda_peak_memory(device_index);
-    const int64_t before = kernels::cuda_peak_memory_bytes(device_index);
-    run();
-    return make_timing(times, config.warmup, kernels::cuda_peak_memory_bytes(device_index) - before,
-                       "peak bytes the CUDA caching allocator handed out above the inputs during one extra run "
-                       "(cuBLAS/cuDNN workspaces outside it not counted); times: wall clock around each run, "
-                       "synchronised");
-  }
-  return make_timing(times, config.warmup, peak_extra_bytes_of(run),
-                     "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping c10 "
-                     "CPU allocator (oneDNN/BLAS internal scratch not counted)");
+  return make_timing(runs, config.warmup, peak_extra_bytes_on(run, config.device),
+                     config.device.is_cuda()
+                         ? "peak bytes the CUDA caching allocator handed out above the inputs during one extra run "
+                           "(cuBLAS/cuDNN workspaces outside it not counted)"
+                         : "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping "
+                           "c10 CPU allocator (oneDNN/BLAS internal scratch not counted)");
 }
 
 std::string op_profile_stem(const OpBenchConfig& config) {
   return profile_stem(str(config.op, "-", ops::kernel_path_name(config.path), "-", config.backward ? "fwdbwd" : "fwd",
                           "-B", config.batch, "-T", config.seq, "-C", config.channels, "-H", config.heads, "-K",
                           config.kernel));
-}
-
-double elapsed_ms(const std::function<void()>& run) {
-  const auto start = std::chrono::steady_clock::now();
-  run();
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
-
-int64_t peak_extra_bytes_of(const std::function<void()>& run) {
-  PeakMemoryScope memory;
-  run();
-  return memory.peak_extra_bytes();
-}
-
-pb::BenchTiming make_timing(const std::vector<double>& milliseconds, int warmup, int64_t peak_extra_bytes,
-                            const std::string& memory_method) {
-  pb::BenchTiming timing = summarize_times(milliseconds);
-  timing.set_warmup(warmup);
-  timing.set_peak_extra_bytes(peak_extra_bytes);
-  timing.set_memory_method(memory_method);
-  return timing;
 }
 
 pb::BenchEnvironment bench_environment() {

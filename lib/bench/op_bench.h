@@ -12,6 +12,7 @@
 
 #include "formats/bench.pb.h"
 #include "lib/bench/run_profile.h"
+#include "lib/bench/run_timing.h"
 #include "lib/core/errors.h"
 #include "lib/ops/conv_ops.h"
 
@@ -48,24 +49,14 @@ std::string op_bench_description(const std::string& op);
 // Whether the op has a fused and a reference path (attention is plain ATen only).
 bool op_bench_has_kernel_paths(const std::string& op);
 
-// Median / quartiles / min / max over `repeats` timed runs after `warmup` runs, then one more run for the
-// peak tensor memory above the inputs (on CUDA: each run synchronised, the caching allocator's peak). Throws
+// Median / quartiles / min / max over `repeats` timed runs after `warmup` runs (lib/bench/run_timing.h: on CUDA
+// timed by events, with the wall clock beside them), then one more run for the peak tensor memory above the
+// inputs (on CUDA the caching allocator's peak). Throws
 // UsageError for an unknown op or impossible sizes.
 pb::BenchTiming bench_op(const OpBenchConfig& config);
 
 // The name of a row's profile files: op, kernel path, pass and sizes ("dynamicconv-fused-fwdbwd-B8-T2048-C256-H4-K31").
 std::string op_profile_stem(const OpBenchConfig& config);
-
-// Summary statistics of a list of durations in milliseconds.
-pb::BenchTiming summarize_times(std::vector<double> milliseconds);
-
-// The pieces both benches time with: wall-clock milliseconds of one call; peak CPU tensor bytes a call
-// allocates above what exists before it; the summary record of timed runs with their peak and how it was
-// measured.
-double elapsed_ms(const std::function<void()>& run);
-int64_t peak_extra_bytes_of(const std::function<void()>& run);
-pb::BenchTiming make_timing(const std::vector<double>& milliseconds, int warmup, int64_t peak_extra_bytes,
-                            const std::string& memory_method);
 
 // Machine, threads, LibTorch, BLAS and git commit, for every bench record.
 pb::BenchEnvironment bench_environment();

@@ -4,7 +4,11 @@
 //   generation:    L target tokens decoded one at a time with the incremental state (always the most likely
 //                  token, EOS never ends it) from a fixed short source (32 tokens), so the time reflects the
 //                  decoder's own mixing: per step O(k) for a causal convolution, O(prefix) for self-attention.
+// Times and peaks as lib/bench/run_timing.h takes them on the config's device (CUDA: events around each run and
+// between decoding steps, the caching allocator's peak).
 #pragma once
+
+#include <c10/core/Device.h>
 
 #include <cstdint>
 #include <string>
@@ -24,6 +28,10 @@ struct Seq2SeqBenchConfig {
   ops::KernelPath path = ops::KernelPath::kFused;
   int warmup = 1, repeats = 3;
   uint64_t seed = 42;
+  // Where the model runs (the batch is drawn on the CPU, then moved), and bfloat16 autocast around the training
+  // step's forward and around generation (as ModelBenchConfig).
+  torch::Device device = torch::kCPU;
+  bool amp = false;
   // When asked, more training steps and generations under PyTorch's profiler after the timed ones
   // (lib/bench/run_profile.h), into DIR/MODEL-PATH-{train,generate}-B..-L...md and their traces.
   ProfileRequest profile;

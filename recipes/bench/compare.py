@@ -3,7 +3,8 @@
 --format json into the table of issue 5: per op and length, cabert's fused and reference paths, their ratio,
 the fastest public implementation of the same op on the same torch, and fused vs that row (marked against
 the target for the targeted ops and lengths); then the peak memory of the fused path along T (linear growth
-means MiB / T stays flat).
+means MiB / T stays flat). The table names the clocks both sides were timed by (on CUDA: events, both), and
+says so when they differ (records of an older cabert or script: the wall clock, synchronised).
 
 Usage: compare.py CABERT_JSONL PUBLIC_JSON [--target 5]
 """
@@ -34,7 +35,7 @@ PUBLIC_ROWS = {
 }
 
 
-def load_cabert(path):
+def load_cabert(path, clocks):
     rows = {}
     with open(path) as f:
         for number, line in enumerate(f, 1):
@@ -47,6 +48,7 @@ def load_cabert(path):
                 bad_input(f"{path}:{number}: expected one JSON bench record per line ({e})")
             if r.get("kind") != "op":
                 continue
+            clocks.add(r["timing"].get("clock") or "wall clock (synchronised on CUDA)")
             key = (r["op"], int(r["seq"]), int(r["kernel"]))
             rows.setdefault(key, {})[r["kernels"]] = {
                 "ms": r["timing"]["median_ms"],
@@ -55,7 +57,7 @@ def load_cabert(path):
     return rows
 
 
-def load_public(path):
+def load_public(path, clocks):
     try:
         with open(path) as f:
             data = json.load(f)
@@ -64,6 +66,7 @@ def load_public(path):
     out = {}
     for r in data.get("results", []):
         if r.get("median_ms") is not None:
+            clocks.add(r.get("clock") or "wall clock (synchronised on CUDA)")
             out[(r["row"], int(r["T"]), int(r["K"]))] = r["median_ms"]
     return data.get("header", ""), out
 
@@ -77,9 +80,13 @@ def main():
                     help="ops whose speed-ups are marked against --target (issue 5: these three)")
     ap.add_argument("--target-seqs", default="512,2048", help="lengths whose speed-ups are marked (512,2048)")
     a = ap.parse_args()
-    cabert = load_cabert(a.cabert_jsonl)
-    header, public = load_public(a.public_json)
+    cabert_clocks, public_clocks = set(), set()
+    cabert = load_cabert(a.cabert_jsonl, cabert_clocks)
+    header, public = load_public(a.public_json, public_clocks)
     print(f"public rows: {header}\n")
+    print(f"clocks: cabert {', '.join(sorted(cabert_clocks)) or '-'}; public {', '.join(sorted(public_clocks)) or '-'}"
+          + ("" if cabert_clocks == public_clocks or not public_clocks else
+             " (they differ: the ratios compare times read off different clocks)") + "\n")
     print("| op | T | K | fused ms | reference ms | fused vs reference | fastest public row | public ms "
           "| fused vs public | fused peak MiB | reference peak MiB |")
     print("|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|")

@@ -18,8 +18,10 @@ Extra rows (only with --rows ... or --rows all):
   torch-mha-weights           torch.nn.MultiheadAttention with need_weights=True (the math path that returns
                               the averaged attention weights, the default call in PyTorch 1.x code)
 
-With --device cuda every row runs on the GPU: each timed run is synchronised, and the peak extra memory is the
-CUDA caching allocator's peak above what the inputs hold (torch.cuda.max_memory_allocated).
+With --device cuda every row runs on the GPU, timed as `cabert bench --device cuda` times its rows: CUDA events
+on the current stream around each run, the device synchronised before it ("clock": "CUDA events"; the wall clock
+until the run's work is done beside them, "wall_median_ms"); the peak extra memory is the CUDA caching
+allocator's peak above what the inputs hold (torch.cuda.max_memory_allocated).
 
 Every (row, T) case runs in a fresh child process by default (clean allocator, and a failed or killed case does
 not take the table down). Peak extra memory is the kernel's peak RSS (VmHWM, reset through /proc/self/clear_refs
@@ -292,6 +294,8 @@ def run_case(row, T, K, a):
     torch.manual_seed(0)
     res = {"row": row, "T": T, "K": K, "device": a.device}
     cuda = a.device.startswith("cuda")
+    if cuda:
+        torch.cuda.set_device(a.device)  # the timing events record on its current stream
 
     def sync():
         if cuda:
@@ -322,21 +326,30 @@ def run_case(row, T, K, a):
         if cuda:
             torch.cuda.reset_peak_memory_stats(a.device)
             cuda0 = torch.cuda.memory_allocated(a.device)
-        times = []
+        times, walls = [], []
         for i in range(a.warmup + a.repeats):
             x.grad = None
             for p in params:
                 p.grad = None
+            sync()
+            if cuda:
+                start_event = torch.cuda.Event(enable_timing=True)
+                end_event = torch.cuda.Event(enable_timing=True)
             t0 = time.perf_counter()
+            if cuda:
+                start_event.record()
             y = fwd()
             y.backward(g)
-            sync()
+            if cuda:
+                end_event.record()
+                end_event.synchronize()
             t1 = time.perf_counter()
             if i == 0 and y.shape != x.shape:
                 raise RuntimeError("output shape %s != input shape %s" % (tuple(y.shape), tuple(x.shape)))
             del y
             if i >= a.warmup:
-                times.append((t1 - t0) * 1e3)
+                walls.append((t1 - t0) * 1e3)
+                times.append(start_event.elapsed_time(end_event) if cuda else walls[-1])
         hwm = _status_kb("VmHWM")
         if cuda:
             res["peak_extra_mib"] = round((torch.cuda.max_memory_allocated(a.device) - cuda0) / 2**20, 1)
@@ -344,6 +357,8 @@ def run_case(row, T, K, a):
             res["peak_extra_mib"] = round(max(0, hwm - rss0) / 1024.0, 1)
         res["times_ms"] = [round(t, 3) for t in times]
         res.update(summarize(times))
+        res["clock"] = "CUDA events" if cuda else "wall clock"
+        res["wall_median_ms"] = round(quantile(sorted(walls), 0.5), 3)
     except Unsupported as e:
         res["skipped"] = str(e)
     except Exception as e:  # noqa: BLE001 - report any failure as this case's result

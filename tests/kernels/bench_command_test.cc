@@ -96,6 +96,19 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
       << result.err;
 }
 
+TEST(BenchCommand, AmpTimesModelsUnderAutocastAndIsRefusedForOps) {
+  auto result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --amp");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_NE(result.err.find("--op excludes --amp"), std::string::npos) << result.err;
+  result = testing::run_command(testing::cabert_binary() +
+                                " -q --threads 1 bench --model bert-tiny-composite --kernels fused --seq 8 --batch 1 "
+                                "--repeats 1 --warmup 0 --amp --format json");
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("\"dtype\":\"bfloat16 autocast\""), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\"device\":\"cpu\""), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("\"clock\":\"wall clock\""), std::string::npos) << result.out;
+}
+
 TEST(BenchOps, EveryOpRunsOnEveryPathWithEvenAndOddKernels) {
   for (const std::string& op : bench::op_bench_names()) {
     for (ops::KernelPath path : {ops::KernelPath::kReference, ops::KernelPath::kFused}) {
