@@ -192,7 +192,7 @@ void run_op_bench(const BenchOptions& options) {
     }
   }
   const torch::Dtype dtype = parse_dtype(options.dtype);
-  const torch::Device device = ops::parse_device(options.device);
+  const torch::Device device = ops::indexed_device(ops::parse_device(options.device));
   const std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   const pb::BenchEnvironment env = bench::bench_environment();
   std::unique_ptr<io::RecordWriter> writer;
@@ -271,7 +271,7 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
   }
   config.seed = global_options().seed;
   config.profile = options.profile;
-  config.device = ops::parse_device(options.device);
+  config.device = ops::indexed_device(ops::parse_device(options.device));
   config.amp = options.amp;
   std::vector<ops::KernelPath> paths = parse_paths(options.kernel_paths);
   std::unique_ptr<io::RecordWriter> writer;
@@ -331,7 +331,7 @@ void run_model_bench(const BenchOptions& options) {
   config.repeats = options.repeats;
   config.seed = global_options().seed;
   config.profile = options.profile;
-  config.device = ops::parse_device(options.device);
+  config.device = ops::indexed_device(ops::parse_device(options.device));
   config.amp = options.amp;
   std::unique_ptr<io::RecordWriter> writer;
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");

@@ -99,6 +99,7 @@ int64_t cuda_peak_memory_bytes(int) {
 struct CudaEventMarks::Events {};
 CudaEventMarks::CudaEventMarks(int device) : device_(device) { require_cuda_build("CUDA event timing"); }
 CudaEventMarks::~CudaEventMarks() = default;
+void CudaEventMarks::reserve(int) { require_cuda_build("CUDA event timing"); }
 void CudaEventMarks::mark() { require_cuda_build(str("CUDA event timing on cuda:", device_).c_str()); }
 std::vector<double> CudaEventMarks::intervals_ms() { return {}; }
 #endif

@@ -30,41 +30,50 @@ int64_t cuda_peak_memory_bytes(int device) {
   return stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
 }
 
-// The events in the order recorded; each is destroyed with the list (a destroy's own error is ignored: the
-// list goes away when an earlier call has already thrown).
+// The events, created on the marks' device and reused: the first `recorded` hold the marks in order. Each is
+// destroyed with the pool (a destroy's own error is ignored: the pool may go away while an earlier call throws).
 struct CudaEventMarks::Events {
-  std::vector<cudaEvent_t> recorded;
-  void destroy() {
-    for (cudaEvent_t event : recorded) (void)cudaEventDestroy(event);
-    recorded.clear();
+  std::vector<cudaEvent_t> pool;
+  size_t recorded = 0;
+  void add() {
+    cudaEvent_t event = nullptr;
+    C10_CUDA_CHECK(cudaEventCreate(&event));  // default flags: timing enabled
+    pool.push_back(event);
   }
-  ~Events() { destroy(); }
+  ~Events() {
+    for (cudaEvent_t event : pool) (void)cudaEventDestroy(event);
+  }
 };
 
 CudaEventMarks::CudaEventMarks(int device) : device_(device), events_(std::make_unique<Events>()) {}
 CudaEventMarks::~CudaEventMarks() = default;
 
+void CudaEventMarks::reserve(int marks) {
+  const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device_));
+  while (events_->pool.size() < events_->recorded + static_cast<size_t>(marks)) events_->add();
+}
+
 void CudaEventMarks::mark() {
   const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device_));
-  cudaEvent_t event = nullptr;
-  C10_CUDA_CHECK(cudaEventCreate(&event));  // default flags: timing enabled
-  events_->recorded.push_back(event);
-  C10_CUDA_CHECK(cudaEventRecord(event, c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_))));
+  if (events_->recorded == events_->pool.size()) events_->add();
+  C10_CUDA_CHECK(cudaEventRecord(events_->pool[events_->recorded],
+                                 c10::cuda::getCurrentCUDAStream(static_cast<c10::DeviceIndex>(device_))));
+  ++events_->recorded;  // only a recorded event counts as a mark
 }
 
 std::vector<double> CudaEventMarks::intervals_ms() {
   std::vector<double> intervals;
-  const std::vector<cudaEvent_t>& events = events_->recorded;
-  if (!events.empty()) {
-    const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device_));
-    C10_CUDA_CHECK(cudaEventSynchronize(events.back()));
-    for (size_t i = 1; i < events.size(); ++i) {
-      float ms = 0;
-      C10_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i - 1], events[i]));
-      intervals.push_back(ms);
-    }
+  const size_t marks = events_->recorded;
+  events_->recorded = 0;
+  if (marks == 0) return intervals;
+  const c10::cuda::CUDAGuard device_guard(static_cast<c10::DeviceIndex>(device_));
+  const std::vector<cudaEvent_t>& events = events_->pool;
+  C10_CUDA_CHECK(cudaEventSynchronize(events[marks - 1]));
+  for (size_t i = 1; i < marks; ++i) {
+    float ms = 0;
+    C10_CUDA_CHECK(cudaEventElapsedTime(&ms, events[i - 1], events[i]));
+    intervals.push_back(ms);
   }
-  events_->destroy();
   return intervals;
 }
 

@@ -6,12 +6,21 @@
 #include <cmath>
 
 #include "kernels/build_info.h"
+#include "lib/ops/device.h"
 #include "lib/ops/memory_meter.h"
 
 namespace cabert::bench {
 
 DeviceClock::DeviceClock(const torch::Device& device) : device_(device) {
   if (device.is_cuda()) events_ = std::make_unique<kernels::CudaEventMarks>(cuda_index(device));
+}
+
+void DeviceClock::reserve(int marks) {
+  if (events_) {
+    events_->reserve(marks);
+  } else {
+    wall_.reserve(wall_.size() + static_cast<size_t>(marks));
+  }
 }
 
 void DeviceClock::mark() {
@@ -36,7 +45,7 @@ const char* clock_name(const torch::Device& device) { return device.is_cuda() ? 
 
 int cuda_index(const torch::Device& device) {
   if (!device.is_cuda()) return -1;
-  return device.has_index() ? device.index() : 0;
+  return ops::indexed_device(device).index();
 }
 
 void synchronize(const torch::Device& device) {

@@ -24,6 +24,8 @@ namespace cabert::bench {
 class DeviceClock {
  public:
   explicit DeviceClock(const torch::Device& device);
+  // Room for `marks` marks ahead (CUDA: their events created now, so that mark() only records).
+  void reserve(int marks);
   void mark();
   // Milliseconds between each mark and the next, in order; then the marks are cleared. CUDA: waits for the last.
   std::vector<double> intervals_ms();
@@ -35,7 +37,7 @@ class DeviceClock {
 
 // The clock DeviceClock reads on `device`, as BenchTiming.clock records it: "wall clock" or "CUDA events".
 const char* clock_name(const torch::Device& device);
-// The CUDA device index of `device` (its own, else 0); -1 for the CPU.
+// The CUDA device index of `device` (its own, else the current CUDA device's); -1 for the CPU.
 int cuda_index(const torch::Device& device);
 // Waits for every stream of a CUDA device; nothing on the CPU.
 void synchronize(const torch::Device& device);

@@ -69,8 +69,10 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   model->eval();
   torch::Tensor short_source = source.narrow(1, 0, std::min(L, c.generation_source)).contiguous();
   torch::Tensor short_mask = mask.narrow(1, 0, short_source.size(1)).contiguous();
-  std::vector<double> step_ms;
-  DeviceClock steps_clock(device);  // a mark before the first step and after each: the steps' own times
+  // A mark before the first step and after each: the steps' own times, read after each timed generation (on CUDA
+  // reading them waits for the device, which must not fall inside the generation's own time).
+  DeviceClock steps_clock(device);
+  steps_clock.reserve(static_cast<int>(L) + 1);
   auto generate = [&] {
     torch::NoGradGuard no_grad;
     ops::AutocastScope autocast(c.amp, device);
@@ -82,22 +84,23 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
       last = log_probs.argmax(-1);
       steps_clock.mark();
     }
-    step_ms = steps_clock.intervals_ms();
   };
   TimedRuns generation(device);
   double first = 0, last = 0;
   for (int i = 0; i < c.warmup + c.repeats; ++i) {
     const RunTime time = time_run(generate, device);
+    const std::vector<double> step_ms = steps_clock.intervals_ms();
     if (i < c.warmup) continue;
     generation.add(time);
     const int64_t tenth = std::max<int64_t>(1, L / 10);
     double a = 0, b = 0;
-    for (int64_t t = 0; t < tenth; ++t) a += step_ms[t], b += step_ms[L - 1 - t];
+    for (int64_t t = 0; t < tenth; ++t) a += step_ms.at(t), b += step_ms.at(L - 1 - t);
     first += a / tenth / c.repeats;
     last += b / tenth / c.repeats;
   }
   const int64_t generation_peak = peak_extra_bytes_on(generate, device);
   profile("generate", str("greedy generation of L tokens from a ", short_source.size(1), "-token source"), generate);
+  steps_clock.intervals_ms();  // the marks of the peak's and the profile's runs, dropped
 
   pb::BenchRecord record = model_record("seq2seq", c.model_name, c.model, c.path, B, L,
                                         models::count_parameters(*model), device, c.amp);

@@ -44,6 +44,11 @@ torch::Device select_device(const std::string& name) {
   return device;
 }
 
+torch::Device indexed_device(const torch::Device& device) {
+  if (!device.is_cuda() || device.has_index()) return device;
+  return c10::impl::VirtualGuardImpl(c10::DeviceType::CUDA).getDevice();
+}
+
 std::vector<double> read_scalars(const std::vector<torch::Tensor>& scalars) {
   if (scalars.empty()) return {};
   std::vector<torch::Tensor> values;

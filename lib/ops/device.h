@@ -17,6 +17,10 @@ torch::Device parse_device(const std::string& name);
 // stream, NCCL's communicators, tensors on "cuda") then goes to that GPU, not to GPU 0 for every process.
 torch::Device select_device(const std::string& name);
 
+// `device` with its index said: a CUDA device without one ("cuda") as the current CUDA device (cuda:0 unless
+// the process chose another); the CPU and indexed devices as they are. For records that name where they ran.
+torch::Device indexed_device(const torch::Device& device);
+
 // The values of one-element tensors (any dtype, on one device or several) as doubles, copied to the host in one
 // transfer: one wait on the device where a .item() per value waited once each.
 std::vector<double> read_scalars(const std::vector<torch::Tensor>& scalars);

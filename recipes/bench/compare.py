@@ -35,6 +35,11 @@ PUBLIC_ROWS = {
 }
 
 
+def older_clock(record):
+    """The clock of a record from before records named theirs: the wall clock, synchronised on CUDA."""
+    return "wall clock, synchronised" if str(record.get("device", "")).startswith("cuda") else "wall clock"
+
+
 def load_cabert(path, clocks):
     rows = {}
     with open(path) as f:
@@ -48,7 +53,7 @@ def load_cabert(path, clocks):
                 bad_input(f"{path}:{number}: expected one JSON bench record per line ({e})")
             if r.get("kind") != "op":
                 continue
-            clocks.add(r["timing"].get("clock") or "wall clock (synchronised on CUDA)")
+            clocks.add(r["timing"].get("clock") or older_clock(r))
             key = (r["op"], int(r["seq"]), int(r["kernel"]))
             rows.setdefault(key, {})[r["kernels"]] = {
                 "ms": r["timing"]["median_ms"],
@@ -66,7 +71,7 @@ def load_public(path, clocks):
     out = {}
     for r in data.get("results", []):
         if r.get("median_ms") is not None:
-            clocks.add(r.get("clock") or "wall clock (synchronised on CUDA)")
+            clocks.add(r.get("clock") or older_clock(r))
             out[(r["row"], int(r["T"]), int(r["K"]))] = r["median_ms"]
     return data.get("header", ""), out
 

@@ -44,6 +44,8 @@ def main():
     device = torch.device(args.device)
     cuda = device.type == "cuda"
     if cuda:
+        if device.index is None:  # "cuda": the current device, named (set_device takes only an indexed one)
+            device = torch.device("cuda", torch.cuda.current_device())
         torch.cuda.set_device(device)  # the events below record on its current stream
     torch.set_num_threads(args.threads)
     torch.manual_seed(42)

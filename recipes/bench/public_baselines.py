@@ -295,7 +295,10 @@ def run_case(row, T, K, a):
     res = {"row": row, "T": T, "K": K, "device": a.device}
     cuda = a.device.startswith("cuda")
     if cuda:
-        torch.cuda.set_device(a.device)  # the timing events record on its current stream
+        # The timing events record on the current stream of the current device: a.device's ("cuda" alone is
+        # the current device already; set_device takes only an indexed one).
+        if torch.device(a.device).index is not None:
+            torch.cuda.set_device(a.device)
 
     def sync():
         if cuda:

@@ -12,6 +12,7 @@
 #include "lib/bench/seq2seq_bench.h"
 #include "lib/config/model_config_text.h"
 #include "lib/io/record_file.h"
+#include "lib/ops/device.h"
 #include "tests/gpu/gpu_test_util.h"
 
 namespace cabert {
@@ -47,6 +48,13 @@ TEST(CudaEventTiming, EventsTimeTheQueuedWorkWithinTheWallClock) {
   EXPECT_GT(intervals[0], 5 * intervals[1]) << "twenty products against one";
   EXPECT_LE(intervals[0] + intervals[1], wall_ms * 1.01 + 0.01);
   EXPECT_TRUE(marks.intervals_ms().empty()) << "the marks are cleared";
+  marks.reserve(4);  // the three events above are reused, one more created
+  marks.mark();
+  torch::mm_out(c, a, a);
+  marks.mark();
+  const std::vector<double> again = marks.intervals_ms();
+  ASSERT_EQ(again.size(), 1u) << "reused events time the new marks";
+  EXPECT_GT(again[0], 0);
 
   const bench::RunTime time = bench::time_run([&] { torch::mm_out(c, a, a); }, cuda);
   EXPECT_GT(time.ms, 0);
@@ -108,6 +116,7 @@ TEST(CudaBench, EncoderDecoderTrainsAndGeneratesOnTheDevice) {
 
 TEST(CudaBench, ModelCommandWritesCudaRecords) {
   CABERT_REQUIRE_CUDA();
+  EXPECT_EQ(ops::indexed_device(torch::Device(torch::kCUDA)), testing::cuda0()) << "--device cuda: the current one";
   const std::string records = testing::temp_dir() + "/model.bench";
   ASSERT_TRUE(testing::runs(str(CABERT_BINARY, " -q bench --model bert-tiny-composite --device cuda --amp --seq 16 "
                                 "--batch 2 --repeats 1 --warmup 0 -o ", records, " > ", testing::temp_dir(),

@@ -38,7 +38,6 @@ TEST(DeviceClock, NamesAndIndices) {
   EXPECT_STREQ(bench::clock_name(torch::kCPU), "wall clock");
   EXPECT_STREQ(bench::clock_name(torch::Device(torch::kCUDA, 1)), "CUDA events");
   EXPECT_EQ(bench::cuda_index(torch::kCPU), -1);
-  EXPECT_EQ(bench::cuda_index(torch::Device(torch::kCUDA)), 0);
   EXPECT_EQ(bench::cuda_index(torch::Device(torch::kCUDA, 3)), 3);
 }
 

@@ -39,6 +39,12 @@ TEST(ParseDevice, CudaWithoutADeviceSaysSo) {
 }
 
 // Several one-element tensors of any dtype read in one copy: the values a .item<double>() each would give.
+TEST(IndexedDevice, KeepsTheCpuAndAnIndexAlreadySaid) {
+  // (An unindexed CUDA device names the current device: a GPU machine's check, tests/gpu/bench_gpu_test.cc.)
+  EXPECT_EQ(indexed_device(torch::kCPU), torch::Device(torch::kCPU));
+  EXPECT_EQ(indexed_device(torch::Device(torch::kCUDA, 3)), torch::Device(torch::kCUDA, 3));
+}
+
 TEST(ReadScalars, GivesEachValueAsADouble) {
   const std::vector<double> values = read_scalars(
       {torch::tensor(true), torch::tensor({int64_t{7}}), torch::tensor(0.1f), torch::tensor(-2.5, torch::kDouble)});
