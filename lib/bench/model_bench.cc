@@ -88,13 +88,6 @@ pb::BenchRecord model_record(const std::string& kind, const std::string& model_n
   return record;
 }
 
-std::string model_memory_method(const torch::Device& device, const std::string& what) {
-  return device.is_cuda() ? str("peak bytes the CUDA caching allocator handed out above ", what,
-                                " (cuBLAS/cuDNN workspaces outside it not counted)")
-                          : str("peak CPU tensor bytes above ", what,
-                                " (counting c10 allocator; oneDNN/BLAS scratch not counted)");
-}
-
 std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   if (c.seq > c.model.max_length()) {
     throw UsageError(str("--seq ", c.seq, " exceeds max_length ", c.model.max_length(), " of ", c.model_name,
@@ -166,7 +159,7 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     profile_if_asked(c.profile, str(model_stem, "-", path, "-train-B", B, "-T", T),
                      str(c.model_name, ", ", path, " kernels, training step (MLM forward, cross-entropy, backward, "
                          "AdamW)", c.amp ? " under bfloat16 autocast" : "", ", B=", B, " T=", T, " on ",
-                         device.is_cuda() ? device.str() : "the CPU"),
+                         device_words(device)),
                      [&] { train_step(run); }, device);
   }
   for (PathRun& run : runs) run.model->eval();
@@ -181,10 +174,10 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
     record.set_flops_per_token(analytic_flops_per_token(run.model, c.model, T));
     *record.mutable_train_timing() =
         make_timing(run.train, c.warmup, run.train_peak,
-                    model_memory_method(device, "the model, optimizer state and batch during one extra step"));
+                    memory_method(device, "the model, optimizer state and batch during one extra step"));
     *record.mutable_inference_timing() =
         make_timing(run.inference, c.warmup, run.inference_peak,
-                    model_memory_method(device, "the model and batch during one extra forward"));
+                    memory_method(device, "the model and batch during one extra forward"));
     const double tokens = static_cast<double>(B * T);
     record.set_train_tokens_per_second(tokens / (record.train_timing().median_ms() / 1000));
     record.set_inference_tokens_per_second(tokens / (record.inference_timing().median_ms() / 1000));

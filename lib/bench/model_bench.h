@@ -49,8 +49,4 @@ pb::BenchRecord model_record(const std::string& kind, const std::string& model_n
                              ops::KernelPath path, int64_t batch, int64_t seq, int64_t parameters,
                              const torch::Device& device, bool amp);
 
-// The memory_method of a whole-model record's peak on `device`: what `what` ("the model, optimizer state and
-// batch during one extra step", ...) is measured above, and by which allocator.
-std::string model_memory_method(const torch::Device& device, const std::string& what);
-
 }  // namespace cabert::bench

@@ -287,11 +287,7 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
                        c10::toString(config.dtype), " on ", config.device.str()),
                    run, config.device);
   return make_timing(runs, config.warmup, peak_extra_bytes_on(run, config.device),
-                     config.device.is_cuda()
-                         ? "peak bytes the CUDA caching allocator handed out above the inputs during one extra run "
-                           "(cuBLAS/cuDNN workspaces outside it not counted)"
-                         : "peak bytes of CPU tensors above the inputs during one extra run, counted by a wrapping "
-                           "c10 CPU allocator (oneDNN/BLAS internal scratch not counted)");
+                     memory_method(config.device, "the inputs during one extra run"));
 }
 
 std::string op_profile_stem(const OpBenchConfig& config) {

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "kernels/build_info.h"
+#include "lib/core/errors.h"
 #include "lib/ops/device.h"
 #include "lib/ops/memory_meter.h"
 
@@ -66,6 +67,7 @@ RunTime time_run(const std::function<void()>& run, const torch::Device& device) 
   }
   synchronize(device);
   DeviceClock clock(device);
+  clock.reserve(2);  // both events created before the run: the marks only record
   time.wall_ms = elapsed_ms([&] {
     clock.mark();
     run();
@@ -91,6 +93,15 @@ int64_t peak_extra_bytes_on(const std::function<void()>& run, const torch::Devic
   synchronize(device);
   return kernels::cuda_peak_memory_bytes(index) - before;
 }
+
+std::string memory_method(const torch::Device& device, const std::string& what) {
+  return device.is_cuda() ? str("peak bytes the CUDA caching allocator handed out above ", what,
+                                " (cuBLAS/cuDNN workspaces outside it not counted)")
+                          : str("peak CPU tensor bytes above ", what,
+                                " (counting c10 allocator; oneDNN/BLAS scratch not counted)");
+}
+
+std::string device_words(const torch::Device& device) { return device.is_cuda() ? device.str() : "the CPU"; }
 
 pb::BenchTiming summarize_times(std::vector<double> ms) {
   pb::BenchTiming timing;

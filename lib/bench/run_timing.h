@@ -67,6 +67,12 @@ double elapsed_ms(const std::function<void()>& run);
 int64_t peak_extra_bytes_of(const std::function<void()>& run);
 int64_t peak_extra_bytes_on(const std::function<void()>& run, const torch::Device& device);
 
+// The memory_method of a record's peak on `device`: above what ("the inputs during one extra run", ...) and by
+// which allocator.
+std::string memory_method(const torch::Device& device, const std::string& what);
+// Where a row ran, for profile titles: "cuda:0", or "the CPU".
+std::string device_words(const torch::Device& device);
+
 // Summary statistics of a list of durations in milliseconds.
 pb::BenchTiming summarize_times(std::vector<double> milliseconds);
 // The record of a row's timed runs: the statistics of their ms, the clock, the median of their wall times, the

@@ -61,7 +61,7 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
                          "-L", L),
                      str(c.model_name, ", ", path_name, " kernels, ", description,
                          c.amp ? " under bfloat16 autocast" : "", ", B=", B, " L=", L, " on ",
-                         device.is_cuda() ? device.str() : "the CPU"),
+                         device_words(device)),
                      run, device);
   };
   profile("train", "training step (forward, label-smoothed cross-entropy, backward, AdamW)", train_step);
@@ -106,10 +106,10 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
                                         models::count_parameters(*model), device, c.amp);
   *record.mutable_train_timing() =
       make_timing(train, c.warmup, train_peak,
-                  model_memory_method(device, "the model, optimizer state and batch during one extra step"));
+                  memory_method(device, "the model, optimizer state and batch during one extra step"));
   *record.mutable_inference_timing() = make_timing(
       generation, c.warmup, generation_peak,
-      model_memory_method(device, "the model during one extra generation (incremental state included)"));
+      memory_method(device, "the model during one extra generation (incremental state included)"));
   record.set_train_tokens_per_second(static_cast<double>(2 * B * L) / (record.train_timing().median_ms() / 1000));
   record.set_inference_tokens_per_second(static_cast<double>(B * L) / (record.inference_timing().median_ms() / 1000));
   record.set_generation_step_ms_first(first);
