@@ -13,7 +13,7 @@ cabert=${CABERT_BUILD_DIR:-build}/bin/cabert
 data=recipes/quickstart/data
 out=${CABERT_QUICKSTART_OUT:-out/quickstart}
 steps=${CABERT_QUICKSTART_STEPS:-3000}
-# OpenMP threads that spin while waiting crawl when anything else shares the cores (see README).
+# OpenMP threads that spin while waiting crawl when anything else shares the cores (see docs/benchmarks.md).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 rm -rf "$out"
 mkdir -p "$out"
@@ -28,7 +28,7 @@ model=(--preset bert-tiny-composite --set embedding_size=128 --set hidden_size=1
   --steps "$steps" --batch-size 32 --lr 1e-3 --eval-every 500 --save-every 1000
 checkpoint=$(ls "$out"/pretrain/checkpoint-*.cabert | tail -n 1)
 # Mean pooling: masked-LM pre-training never trains [CLS], and this small model's last layer attends from [CLS]
-# to its neighbours; the mean of the last layer sees the whole sentence (README: `finetune --pooling mean`).
+# to its neighbours; the mean of the last layer sees the whole sentence (docs/training.md: `finetune --pooling mean`).
 "$cabert" finetune --init "$checkpoint" --task SST-2 --data "$data/SST-2" --lr 1e-3 --max-length 64 \
   --pooling mean --runs 3 --name "pre-trained" --model-dir "$out/pretrained"
 "$cabert" finetune "${model[@]}" --tokenizer "$out/tokenizer.model" --task SST-2 --data "$data/SST-2" --lr 1e-3 \
