@@ -12,11 +12,11 @@
 #include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/interop/export_model.h"
 #include "lib/interop/import_model.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "lib/pictures/curve_pictures.h"
 #include "lib/pictures/kernel_pictures.h"
 #include "lib/pictures/sentence_pictures.h"
 #include "lib/text/tokenizer.h"
-#include "lib/train/checkpoint.h"
 
 namespace fs = std::filesystem;
 
@@ -158,7 +158,7 @@ void add_export(CLI::App& app) {
   sentence->needs(model);
   command->callback([command, flags] {
     record_options(*command);
-    flags->model = train::resolve_checkpoint_argument(flags->model, "--model");
+    flags->model = io::resolve_checkpoint_argument(flags->model, "--model");
     run_export(*flags);
   });
 }

@@ -13,8 +13,8 @@
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/dist/environment.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "lib/tasks/table.h"
-#include "lib/train/checkpoint.h"
 #include "lib/train/finetune.h"
 #include "lib/train/translation_trainer.h"
 
@@ -198,8 +198,8 @@ void add_finetune(CLI::App& app) {
   add_distributed_flags(sub, command->distributed);
   sub->callback([sub, command] {
     record_options(*sub);
-    command->options.init = train::resolve_checkpoint_argument(command->options.init, "--init");
-    command->options.init_from_task = train::resolve_checkpoint_argument(command->options.init_from_task,
+    command->options.init = io::resolve_checkpoint_argument(command->options.init, "--init");
+    command->options.init_from_task = io::resolve_checkpoint_argument(command->options.init_from_task,
                                                                          "--init-from-task");
     auto& options = command->options;
     auto& source = command->source;

@@ -7,7 +7,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/io/checkpoint_file.h"
-#include "lib/train/checkpoint.h"
+#include "lib/io/checkpoint_lookup.h"
 
 namespace fs = std::filesystem;
 
@@ -69,7 +69,7 @@ bool is_translation(const fs::path& checkpoint) {
 
 DirectoryContents inspect_model_directory(const std::string& dir) {
   DirectoryContents contents;
-  const auto pretraining = list_checkpoints(dir);
+  const auto pretraining = io::list_checkpoints(dir);
   if (!pretraining.empty()) {
     contents.run = DirectoryRun::kPretraining;
     contents.evidence = fs::path(pretraining.back().second).filename().string();

@@ -20,6 +20,7 @@
 #include "lib/core/random.h"
 #include "lib/data/pretraining_batches.h"
 #include "lib/dist/communicator.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "lib/io/record_file.h"
 #include "lib/models/pretraining_models.h"
 #include "lib/models/seq2seq_model.h"
@@ -206,7 +207,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     refuse_other_run(options.model_dir, DirectoryRun::kPretraining);
     if (!options.resume) {
       std::vector<fs::path> earlier;
-      for (const auto& [step, path] : list_checkpoints(options.model_dir)) earlier.emplace_back(path);
+      for (const auto& [step, path] : io::list_checkpoints(options.model_dir)) earlier.emplace_back(path);
       refuse_fresh_start(options.model_dir, earlier);
     }
     create_output_directory(options.model_dir, "--model-dir");
@@ -296,7 +297,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     // Every rank holds the same weights, so every rank refuses alike.
     check_finite_weights(io::module_tensors(module, "model/"), "pretrain", str("at step ", at_step));
     std::vector<pb::RankState> states = gather_rank_states(communicator, capture_rank_state(stream, rng), at_step);
-    std::string path = checkpoint_path(options.model_dir, at_step);
+    std::string path = io::checkpoint_path(options.model_dir, at_step);
     if (main_rank) {
       pb::CheckpointInfo info;
       info.set_kind("pretrain");
@@ -321,7 +322,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
       NamedTensors tensors = io::module_tensors(module, "model/");
       for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
       io::save_checkpoint(path, info, tensors);
-      auto all = list_checkpoints(options.model_dir);
+      auto all = io::list_checkpoints(options.model_dir);
       for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
     }
     communicator.barrier(str("saving checkpoint ", at_step));  // no rank leaves before the file is there
@@ -403,7 +404,7 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     for (const auto& [k, v] : sums) shared.push_back(v);
     communicator.all_reduce_sum(shared, "the step's loss and metrics");
     if (shared[0] > 0) {
-      auto existing = main_rank ? list_checkpoints(options.model_dir) : decltype(list_checkpoints("")){};
+      auto existing = main_rank ? io::list_checkpoints(options.model_dir) : decltype(io::list_checkpoints("")){};
       throw Error(str("pretrain: non-finite loss (", shared[1], ") at step ", step + 1,
                       world > 1 ? str(" on ", static_cast<int>(shared[0]), " of ", world, " ranks") : "", "; stopping. ",
                       !main_rank ? std::string("")

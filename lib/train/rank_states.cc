@@ -5,6 +5,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/core/random.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "lib/train/checkpoint.h"
 
 namespace cabert::train {
@@ -15,7 +16,7 @@ std::unique_ptr<io::Checkpoint> load_latest_checkpoint(const std::string& model_
   std::unique_ptr<io::Checkpoint> checkpoint;
   std::string chosen;
   if (communicator.is_main()) {
-    auto existing = list_checkpoints(model_dir);
+    auto existing = io::list_checkpoints(model_dir);
     size_t skipped = 0;
     for (auto it = existing.rbegin(); it != existing.rend() && !checkpoint; ++it) {
       try {

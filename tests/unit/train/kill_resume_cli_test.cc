@@ -7,7 +7,7 @@
 
 #include <filesystem>
 
-#include "lib/train/checkpoint.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "tests/test_paths.h"
 
 namespace cabert {
@@ -37,7 +37,7 @@ TEST(KillAndResume, EveryKillLeavesACompleteCheckpointToResumeFrom) {
     auto killed = run_command(pretrain + "--steps 100000 --resume 2> " + root + "/run.err & pid=$!; sleep " + delay +
                               "; kill -9 $pid; wait $pid; echo rc=$?");
     EXPECT_NE(killed.out.find("rc=137"), std::string::npos) << killed.out << testing::read_text(root + "/run.err");
-    auto saved = train::list_checkpoints(model);
+    auto saved = io::list_checkpoints(model);
     const int64_t newest = saved.empty() ? 0 : saved.back().first;
     EXPECT_GE(newest, last) << "kill " << kill << " lost a checkpoint";
     // One more step from the newest checkpoint: it must read back whole.
@@ -45,10 +45,10 @@ TEST(KillAndResume, EveryKillLeavesACompleteCheckpointToResumeFrom) {
     ASSERT_EQ(resumed.exit_code, 0) << "kill " << kill << " after " << delay << " s: " << resumed.err;
     EXPECT_EQ(resumed.err.find("skipping"), std::string::npos) << resumed.err;
     if (newest > 0) {
-      EXPECT_NE(resumed.err.find("resuming from " + train::checkpoint_path(model, newest)), std::string::npos)
+      EXPECT_NE(resumed.err.find("resuming from " + io::checkpoint_path(model, newest)), std::string::npos)
           << resumed.err;
     }
-    ASSERT_TRUE(fs::exists(train::checkpoint_path(model, newest + 1))) << resumed.err;
+    ASSERT_TRUE(fs::exists(io::checkpoint_path(model, newest + 1))) << resumed.err;
     last = newest + 1;
     for (const auto& entry : fs::directory_iterator(model)) {
       EXPECT_EQ(entry.path().filename().string().find(".tmp."), std::string::npos)

@@ -18,6 +18,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
+#include "lib/io/checkpoint_lookup.h"
 #include "lib/io/record_file.h"
 #include "lib/models/encoder.h"
 #include "lib/train/checkpoint.h"
@@ -30,6 +31,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using io::Checkpoint;
+using io::checkpoint_path;
+using io::list_checkpoints;
 using io::load_checkpoint;
 using io::restore_module;
 
