@@ -98,14 +98,10 @@ void print_summary(const train::FinetuneSummary& summary, int runs) {
   std::printf("\ncheckpoint: %s\nmetrics: %s\n", summary.checkpoint.c_str(), summary.metrics_path.c_str());
 }
 
-}  // namespace
-
-void add_finetune(CLI::App& app) {
-  auto command = std::make_shared<FinetuneCommand>();
+// Where the run starts (a checkpoint or a preset) and the task and its files.
+void add_start_and_data_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& o = command->options;
   auto& s = command->source;
-  CLI::App* sub = app.add_subcommand(
-      "finetune", "Fine-tune on GLUE, SQuAD or a generic classification/regression set (Chang et al. protocol)");
   sub->add_option("--init", o.init, "Pre-training checkpoint whose encoder starts the run, or its model directory (newest checkpoint)");
   sub->add_option("--preset", o.preset, "Or: a preset name or .textproto, randomly initialised (no pre-training)");
   sub->add_option("--set", o.set_overrides, "Model config override a.b=value (repeatable)");
@@ -123,7 +119,12 @@ void add_finetune(CLI::App& app) {
                   "then dev");
   sub->add_option("--train", s.train, "Training file (overrides --data)");
   sub->add_option("--dev", s.dev, "Dev file(s) (overrides --data); the first ranks epochs and runs");
-  sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, metrics.cabert)")->required();
+}
+
+// The model directory, the optimisation and the evaluation.
+void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
+  auto& o = command->options;
+  sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, last.cabert, metrics.cabert)")->required();
   sub->add_option("--name", o.name, "Model name in metrics records (default: the model directory's name)");
   sub->add_option("--lr", o.lr, "Peak learning rate (default: Chang et al. Table 5 for the task)");
   sub->add_option("--epochs", o.epochs, "Epochs (default by task: 3; RTE/STS-B 10; MNLI/QQP 4; SQuAD 2)");
@@ -147,6 +148,12 @@ void add_finetune(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (SQuAD: windows; 0 = all)")
       ->capture_default_str();
+}
+
+// SQuAD, generic tables and text-to-text labels.
+void add_task_format_flags(CLI::App* sub, FinetuneCommand* command) {
+  auto& o = command->options;
+  auto& s = command->source;
   sub->add_option("--doc-stride", o.squad.doc_stride, "SQuAD: context tokens between window starts")
       ->capture_default_str();
   sub->add_option("--max-query-length", o.squad.max_query_length, "SQuAD: question tokens kept")
@@ -170,6 +177,10 @@ void add_finetune(CLI::App& app) {
   sub->add_option("--label-text", o.label_texts,
                   "Encoder-decoders (text-to-text): the target text of a label, LABEL=TEXT (repeatable; defaults: "
                   "T5's, e.g. SST-2 0=negative 1=positive; generic tasks: the label itself)");
+}
+
+// --task translation, and --resume for every task.
+void add_translation_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& t = command->translation;
   sub->add_option("--source-lang", t.files.source_lang, "Translation: source language suffix of SPLIT.LANG files")
       ->capture_default_str();
@@ -191,9 +202,21 @@ void add_finetune(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--max-dev-examples", t.max_dev_examples, "Translation: score only the first N dev pairs (0 = all)")
       ->capture_default_str();
-  sub->add_flag("--resume", t.resume, "Translation: continue from MODEL_DIR/last.cabert");
+  sub->add_flag("--resume", t.resume, "Continue a stopped run from MODEL_DIR/last.cabert (from scratch without one)");
   sub->add_flag("--allow-changed-options", t.allow_changed_options,
-                "Translation, with --resume: continue although options differ from the checkpoint's");
+                "With --resume: continue although options differ from the checkpoint's");
+}
+
+}  // namespace
+
+void add_finetune(CLI::App& app) {
+  auto command = std::make_shared<FinetuneCommand>();
+  CLI::App* sub = app.add_subcommand(
+      "finetune", "Fine-tune on GLUE, SQuAD or a generic classification/regression set (Chang et al. protocol)");
+  add_start_and_data_flags(sub, command.get());
+  add_training_flags(sub, command.get());
+  add_task_format_flags(sub, command.get());
+  add_translation_flags(sub, command.get());
   add_compute_flags(sub, command->compute);
   add_distributed_flags(sub, command->distributed);
   sub->callback([sub, command] {
@@ -218,12 +241,8 @@ void add_finetune(CLI::App& app) {
       run_translation(*command, *sub);
       return;
     }
-    for (const char* flag : {"--resume", "--allow-changed-options"}) {
-      if (sub->count(flag) > 0) {
-        throw UsageError(str(flag, ": only translation fine-tuning resumes (from MODEL_DIR/last.cabert); ", source.task,
-                             " fine-tuning starts afresh: drop ", flag));
-      }
-    }
+    options.resume = command->translation.resume;
+    options.allow_changed_options = command->translation.allow_changed_options;
     if (launch_if_requested(command->distributed)) return;
     std::unique_ptr<dist::Communicator> communicator = join_job(command->distributed, &options.device);
     options.communicator = communicator.get();

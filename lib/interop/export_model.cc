@@ -109,7 +109,7 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
     }
   } else {
     text += str("No Hugging Face class computes this model: ", why_not, ".\nThe tensors keep cabert's module "
-                "names (README.md of cabert, \"Export and import\", documents them); `config.json[\"cabert\"][\"model\"]` "
+                "names (cabert's docs/export.md documents them); `config.json[\"cabert\"][\"model\"]` "
                 "is the exact model config.\n\n```python\nfrom safetensors.torch import load_file\nimport json\n",
                 "tensors = load_file(\"DIR/model.safetensors\")\nconfig = json.load(open(\"DIR/config.json\"))[\"cabert\"][\"model\"]\n```\n");
   }

@@ -84,10 +84,10 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
   block["step"] = facts.step;
   if (!facts.task.empty()) block["task"] = facts.task;
   if (facts.head == ModelHead::kClassification && family != HfFamily::kBert) {
-    block["classifier"] = "BERT pooler: out_proj(tanh(dense(h[CLS]))); HF's head applies GELU (README: Export)";
+    block["classifier"] = "BERT pooler: out_proj(tanh(dense(h[CLS]))); HF's head applies GELU (cabert docs/export.md)";
   }
   if (family == HfFamily::kConvBert) {
-    block["padding"] = "cabert masks padding in the convolutions, HF's ConvBERT does not (README: Export)";
+    block["padding"] = "cabert masks padding in the convolutions, HF's ConvBERT does not (cabert docs/export.md)";
   }
   j["cabert"] = block;
   return j;

@@ -11,7 +11,7 @@
 //   everything else (Chang et al.'s relative, composite, depthwise and conv-QKV variants, Wu et al.'s and Tay et
 //   al.'s blocks, every encoder-decoder): no HF class computes it; the export keeps cabert's own tensor names.
 //
-// Where the maths differ although the tensors fit (documented in README.md, "Export and import"):
+// Where the maths differ although the tensors fit (documented in docs/export.md):
 //   - cabert masks padding inside ConvBERT's convolutions, HF's ConvBERT does not: outputs agree on inputs
 //     without padding;
 //   - cabert's classification head is BERT's pooler (tanh); HF's ELECTRA and ConvBERT classification heads apply

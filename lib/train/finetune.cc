@@ -1,21 +1,17 @@
 #include "lib/train/finetune.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <csignal>
 #include <filesystem>
+#include <functional>
 #include <map>
-#include <numeric>
-#include <random>
+#include <memory>
 
 #include "lib/config/model_config_text.h"
 #include "lib/config/validation.h"
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
-#include "lib/core/interrupt.h"
 #include "lib/core/log.h"
-#include "lib/core/progress.h"
 #include "lib/core/random.h"
 #include "lib/dist/communicator.h"
 #include "lib/eval/checkpoint_tokenizer.h"
@@ -29,8 +25,10 @@
 #include "lib/train/finetune_learner.h"
 #include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
+#include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
 #include "lib/train/text_to_text_learner.h"
+#include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
 
 namespace fs = std::filesystem;
@@ -103,9 +101,20 @@ std::string describe_metrics(const eval::MetricMap& metrics) {
   return text;
 }
 
-}  // namespace
+// What every run of a fine-tuning shares: the model's start, the task, the learner and the settings.
+struct FinetuneSetup {
+  io::Checkpoint init;  // empty path: a preset's random initialisation
+  pb::ModelConfig config;
+  std::unique_ptr<text::Tokenizer> tokenizer;
+  tasks::LoadedTask task;
+  double lr = 0;
+  int epochs = 0, batch_size = 0, max_length = 0;
+  tasks::SquadOptions squad;
+  std::unique_ptr<FinetuneLearner> learner;
+  int64_t steps_per_epoch = 0, total_steps = 0, warmup = 0;
+};
 
-FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
+void check_options(const FinetuneOptions& options) {
   int sources = !options.init.empty() + !options.preset.empty() + !options.init_from_task.empty();
   if (sources != 1) {
     throw UsageError("give exactly one of --init CKPT (pre-trained), --preset NAME (random initialisation) or "
@@ -113,324 +122,449 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   }
   if (options.model_dir.empty()) throw UsageError("--model-dir is required");
   if (options.runs < 1) throw UsageError(str("--runs: expected at least 1, got ", options.runs));
-  dist::Communicator single;
-  dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
-  const int world = communicator.world_size();
-  const bool main_rank = communicator.is_main();
-  torch::Device device = ops::select_device(options.device);
+}
 
-  // Model config and the checkpoint whose encoder we start from.
-  io::Checkpoint init;
-  pb::ModelConfig config;
+// The model config and the checkpoint whose encoder the runs start from, and the tokenizer.
+void resolve_start(const FinetuneOptions& options, FinetuneSetup& setup) {
   if (!options.preset.empty()) {
     if (options.tokenizer.empty()) throw UsageError("--preset needs --tokenizer MODEL (the SentencePiece model)");
-    config = config::load_model_config(options.preset, options.set_overrides);
+    setup.config = config::load_model_config(options.preset, options.set_overrides);
   } else {
     const std::string& path = options.init.empty() ? options.init_from_task : options.init;
-    init = io::load_checkpoint(path);
-    if (!options.init_from_task.empty() && init.info.kind() != "finetune") {
-      throw DataError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '", init.info.kind(),
-                           "' checkpoint (use --init for pre-trained ones)"));
+    setup.init = io::load_checkpoint(path);
+    if (!options.init_from_task.empty() && setup.init.info.kind() != "finetune") {
+      throw DataError(str("--init-from-task ", path, ": expected a fine-tuned checkpoint, got a '",
+                          setup.init.info.kind(), "' checkpoint (use --init for pre-trained ones)"));
     }
-    config = init.info.model();
+    setup.config = setup.init.info.model();
     if (!options.set_overrides.empty()) {
-      for (const auto& assignment : options.set_overrides) config::apply_override(&config, assignment);
-      config::validate_model_config(config);
+      for (const auto& assignment : options.set_overrides) config::apply_override(&setup.config, assignment);
+      config::validate_model_config(setup.config);
     }
   }
-  const text::Tokenizer tokenizer = options.preset.empty()
-                                        ? eval::open_checkpoint_tokenizer(init.info, init.path, options.tokenizer)
-                                        : text::Tokenizer(options.tokenizer);
-  if (!options.preset.empty() && config.vocab_size() != tokenizer.vocab_size()) {
-    log_info("finetune: vocabulary size ", tokenizer.vocab_size(), " from ", tokenizer.path(), " (preset has ",
-             config.vocab_size(), ")");
-    config.set_vocab_size(tokenizer.vocab_size());
+  setup.tokenizer = std::make_unique<text::Tokenizer>(
+      options.preset.empty() ? eval::open_checkpoint_tokenizer(setup.init.info, setup.init.path, options.tokenizer)
+                             : text::Tokenizer(options.tokenizer));
+  if (!options.preset.empty() && setup.config.vocab_size() != setup.tokenizer->vocab_size()) {
+    log_info("finetune: vocabulary size ", setup.tokenizer->vocab_size(), " from ", setup.tokenizer->path(),
+             " (preset has ", setup.config.vocab_size(), ")");
+    setup.config.set_vocab_size(setup.tokenizer->vocab_size());
   }
+}
 
-  if (main_rank) {
-    refuse_other_run(options.model_dir, DirectoryRun::kFinetuning);
-    refuse_start_among_outputs(options.model_dir, DirectoryRun::kFinetuning, init.path,
-                               finetuning_checkpoints(options.model_dir));
-  }
-
-  tasks::LoadedTask task = tasks::load_training_task(source);
-  const tasks::TaskDefinition& definition = task.definition;
-  TaskDefaults defaults = task_defaults(definition.name, config.hidden_size());
-  double lr = options.lr > 0 ? options.lr : defaults.lr;
-  int epochs = options.epochs > 0 ? options.epochs : defaults.epochs;
-  int batch_size = options.batch_size > 0 ? options.batch_size : defaults.batch_size;
-  int max_length = resolve_max_length(options.max_length, definition, config);
-  tasks::SquadOptions squad = options.squad;
-  squad.max_length = max_length;
-
+// An encoder gets a task head; an encoder-decoder learns every classification task as text-to-text (Tay et al.).
+std::unique_ptr<FinetuneLearner> make_learner(const FinetuneOptions& options, const FinetuneSetup& setup,
+                                              torch::Device device) {
+  const tasks::TaskDefinition& definition = setup.task.definition;
   eval::PredictOptions predict;
-  predict.max_length = max_length;
+  predict.max_length = setup.max_length;
   predict.batch_size = options.eval_batch_size;
-  predict.squad = squad;
+  predict.squad = setup.squad;
   predict.device = device;
-  // An encoder-decoder learns every classification task as text-to-text (Tay et al.).
-  std::unique_ptr<FinetuneLearner> learner;
-  tasks::Verbalizer verbalizer;
-  const io::Checkpoint* start = options.preset.empty() ? &init : nullptr;
-  if (config.has_seq2seq()) {
+  const io::Checkpoint* start = options.preset.empty() ? &setup.init : nullptr;
+  if (setup.config.has_seq2seq()) {
     if (models::parse_pooling(options.pooling) != models::Pooling::kCls) {
       throw UsageError(str("--pooling ", options.pooling, ": an encoder-decoder learns ", definition.name,
                            " as text-to-text and has no pooled head"));
     }
-    if (init.info.kind() == "finetune" && !eval::is_text_to_text(init.info)) {
-      throw UsageError(str(init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
+    if (setup.init.info.kind() == "finetune" && !eval::is_text_to_text(setup.init.info)) {
+      throw UsageError(str(setup.init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
                            "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
     }
-    verbalizer = tasks::make_verbalizer(definition, options.label_texts);
-    TextToTextSetup setup;
-    setup.config = config;
-    setup.init = start;
-    setup.definition = definition;
-    setup.verbalizer = verbalizer;
-    setup.train = &task.train.data;
-    setup.tokenizer = &tokenizer;
-    setup.predict = predict;
-    setup.label_smoothing = options.label_smoothing;
-    setup.max_train_examples = options.max_train_examples;
-    learner = make_text_to_text_learner(setup);
-  } else {
-    if (definition.name == "text-to-text") {
-      throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
-                           "span-corruption checkpoint); '", config.name(), "' is an encoder"));
-    }
-    const models::Pooling pooling = models::parse_pooling(options.pooling);
-    if (pooling != models::Pooling::kCls && definition.kind == TaskKind::kSpan) {
-      throw UsageError(str("--pooling ", options.pooling, ": SQuAD's span head scores every position; pooling "
-                           "applies to classification and regression"));
-    }
-    learner = make_encoder_learner(config, start, task, tokenizer, predict, options.max_train_examples, pooling);
+    TextToTextSetup text_to_text;
+    text_to_text.config = setup.config;
+    text_to_text.init = start;
+    text_to_text.definition = definition;
+    text_to_text.verbalizer = tasks::make_verbalizer(definition, options.label_texts);
+    text_to_text.train = &setup.task.train.data;
+    text_to_text.tokenizer = setup.tokenizer.get();
+    text_to_text.predict = predict;
+    text_to_text.label_smoothing = options.label_smoothing;
+    text_to_text.max_train_examples = options.max_train_examples;
+    return make_text_to_text_learner(text_to_text);
   }
-  size_t examples = learner->examples();
-  const size_t joint_batch = static_cast<size_t>(batch_size) * world;
-  int64_t steps_per_epoch = static_cast<int64_t>((examples + joint_batch - 1) / joint_batch);
-  int64_t total_steps = steps_per_epoch * epochs;
-  int64_t warmup = static_cast<int64_t>(std::llround(options.warmup_ratio * total_steps));
-  log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind),
-           config.has_seq2seq() ? ", text-to-text" : "", "), ", examples,
-           definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
-           task.dev.front().size(), "; lr ", lr, ", batch ", batch_size, world > 1 ? str(" x ", world, " processes") : "",
-           ", epochs ", epochs, ", warm-up ", warmup,
-           " of ", total_steps, " steps, max length ", max_length, ", ", options.runs, " run(s)");
+  if (definition.name == "text-to-text") {
+    throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
+                         "span-corruption checkpoint); '", setup.config.name(), "' is an encoder"));
+  }
+  const models::Pooling pooling = models::parse_pooling(options.pooling);
+  if (pooling != models::Pooling::kCls && definition.kind == TaskKind::kSpan) {
+    throw UsageError(str("--pooling ", options.pooling, ": SQuAD's span head scores every position; pooling "
+                         "applies to classification and regression"));
+  }
+  return make_encoder_learner(setup.config, start, setup.task, *setup.tokenizer, predict, options.max_train_examples,
+                              pooling);
+}
 
-  create_output_directory(options.model_dir, "--model-dir");
-  if (main_rank) {
-    remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
+// The task's data and settings, its learner and the schedule's length.
+void prepare_task(const FinetuneOptions& options, const tasks::TaskSource& source, int world, torch::Device device,
+                  FinetuneSetup& setup) {
+  setup.task = tasks::load_training_task(source);
+  const tasks::TaskDefinition& definition = setup.task.definition;
+  const TaskDefaults defaults = task_defaults(definition.name, setup.config.hidden_size());
+  setup.lr = options.lr > 0 ? options.lr : defaults.lr;
+  setup.epochs = options.epochs > 0 ? options.epochs : defaults.epochs;
+  setup.batch_size = options.batch_size > 0 ? options.batch_size : defaults.batch_size;
+  setup.max_length = resolve_max_length(options.max_length, definition, setup.config);
+  setup.squad = options.squad;
+  setup.squad.max_length = setup.max_length;
+  setup.learner = make_learner(options, setup, device);
+  const size_t examples = setup.learner->examples();
+  const size_t joint_batch = static_cast<size_t>(setup.batch_size) * world;
+  setup.steps_per_epoch = static_cast<int64_t>((examples + joint_batch - 1) / joint_batch);
+  setup.total_steps = setup.steps_per_epoch * setup.epochs;
+  setup.warmup = static_cast<int64_t>(std::llround(options.warmup_ratio * setup.total_steps));
+  log_info("finetune: ", definition.name, " (", tasks::task_kind_name(definition.kind),
+           setup.config.has_seq2seq() ? ", text-to-text" : "", "), ", examples,
+           definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
+           setup.task.dev.front().size(), "; lr ", setup.lr, ", batch ", setup.batch_size,
+           world > 1 ? str(" x ", world, " processes") : "", ", epochs ", setup.epochs, ", warm-up ", setup.warmup,
+           " of ", setup.total_steps, " steps, max length ", setup.max_length, ", ", options.runs, " run(s)");
+}
+
+// One run of a fine-tuning in the EpochLoop: the family's learner (encoder head or text-to-text) computes the
+// loss of each rank's share of a joint batch; the dev files score each epoch, the first ranks them.
+class FinetuneEpochs : public EpochLearner {
+ public:
+  FinetuneEpochs(const FinetuneOptions& options, const tasks::TaskSource& source, FinetuneSetup& setup,
+                 torch::nn::Module& model, dist::Communicator& communicator, int run, std::string run_checkpoint)
+      : options_(options),
+        source_(source),
+        setup_(setup),
+        model_(model),
+        communicator_(communicator),
+        run_(run),
+        run_checkpoint_(std::move(run_checkpoint)),
+        name_(model_name(options)) {}
+
+  size_t order_size() const override { return setup_.learner->examples(); }
+  int64_t batches_per_epoch() const override { return setup_.steps_per_epoch; }
+  void select_batch(const std::vector<size_t>& order, int64_t index) override {
+    order_ = &order;
+    index_ = index;
   }
+
+  MicroBatch micro_batch(int /*micro*/, int /*accumulate*/) override {
+    // This rank's part of the joint batch order[joint_begin, joint_end).
+    const size_t examples = setup_.learner->examples(), batch = static_cast<size_t>(setup_.batch_size);
+    const size_t world = static_cast<size_t>(communicator_.world_size());
+    const size_t joint_begin = static_cast<size_t>(index_) * batch * world;
+    const size_t joint_end = std::min(examples, joint_begin + batch * world);
+    const size_t begin = std::min(joint_end, joint_begin + communicator_.rank() * batch);
+    const size_t end = std::min(joint_end, begin + batch);
+    MicroBatch out;
+    if (end > begin) {
+      // The mean over this rank's examples, weighted by its share of the joint batch (the gradient all-reduce
+      // averages over the ranks).
+      out.loss = setup_.learner->loss(*order_, begin, end) *
+                 (static_cast<double>((end - begin) * world) / static_cast<double>(joint_end - joint_begin));
+    } else {
+      out.loss = setup_.learner->loss(*order_, joint_begin, joint_begin + 1) * 0.0;  // the last joint batch ran short
+    }
+    return out;
+  }
+
+  std::vector<pb::TaskMetrics> evaluate_epoch(int epoch, int64_t /*update*/, double /*train_loss*/) override {
+    std::vector<pb::TaskMetrics> records;
+    for (const auto& dev : setup_.task.dev) {
+      eval::SplitPredictions predictions = setup_.learner->evaluate(dev);
+      pb::TaskMetrics record;
+      record.set_model(name_);
+      record.set_task(dev.metrics_task);
+      record.set_split("dev");
+      record.set_data(dev.path);
+      record.set_examples(dev.size());
+      for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
+      record.set_score(predictions.score);
+      record.set_checkpoint(fs::absolute(run_checkpoint_).lexically_normal().string());
+      log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
+               describe_metrics(predictions.metrics), ")");
+      records.push_back(record);
+    }
+    return records;
+  }
+
+  pb::CheckpointInfo checkpoint_info(int epoch, int64_t update) const override {
+    pb::CheckpointInfo info;
+    info.set_kind("finetune");
+    *info.mutable_model() = setup_.config;
+    info.set_tokenizer(fs::absolute(setup_.tokenizer->path()).string());
+    info.set_tokenizer_checksum(setup_.tokenizer->checksum());
+    info.set_step(static_cast<uint64_t>(update));
+    auto& metadata = *info.mutable_metadata();
+    for (const auto& [key, value] : task_metadata(setup_.task.definition, source_, setup_.max_length, setup_.squad)) {
+      metadata[key] = value;
+    }
+    metadata["epoch"] = std::to_string(epoch);
+    metadata["run"] = std::to_string(run_);
+    metadata["seed"] = std::to_string(options_.seed + run_);
+    metadata["initialised_from"] = options_.preset.empty() ? setup_.init.path : "random (" + options_.preset + ")";
+    setup_.learner->describe(&info);
+    return info;
+  }
+
+  void save_best(int epoch, int64_t update, const std::vector<pb::TaskMetrics>& records) override {
+    pb::CheckpointInfo info = checkpoint_info(epoch, update);
+    (*info.mutable_metadata())["dev_score"] = std::to_string(records.front().score());
+    check_finite_weights(io::module_tensors(model_, "model/"), "finetune", str("after epoch ", epoch));
+    if (communicator_.is_main()) {
+      io::save_checkpoint(run_checkpoint_, info, io::module_tensors(model_, "model/"));
+      log_info("finetune: best so far, saved ", run_checkpoint_);
+    }
+  }
+
+  pb::TaskMetrics train_record() const override {
+    pb::TaskMetrics record;
+    record.set_model(name_);
+    record.set_task(setup_.task.definition.name);
+    return record;
+  }
+
+ private:
+  const FinetuneOptions& options_;
+  const tasks::TaskSource& source_;
+  FinetuneSetup& setup_;
+  torch::nn::Module& model_;
+  dist::Communicator& communicator_;
+  int run_;
+  std::string run_checkpoint_, name_;
+  const std::vector<size_t>* order_ = nullptr;
+  int64_t index_ = 0;
+};
+
+// Where a resumed fine-tuning continues: last.cabert and the records before its position.
+struct Resume {
+  bool active = false;
+  io::Checkpoint last;
+  pb::TrainingPosition position;
+  std::vector<pb::TaskMetrics> carried;
+};
+
+Resume find_resume(const FinetuneOptions& options, const FinetuneSetup& setup, const std::string& last_path,
+                   const std::string& metrics_path) {
+  Resume resume;
+  if (!options.resume) return resume;
+  if (!fs::exists(last_path)) {
+    log_info("finetune: --resume: no ", last_path, ", starting from scratch");
+    return resume;
+  }
+  resume.active = true;
+  resume.last = io::load_checkpoint(last_path);
+  eval::check_tokenizer_matches(*setup.tokenizer, resume.last.info, last_path);
+  if (resume.last.info.model().SerializeAsString() != setup.config.SerializeAsString()) {
+    throw UsageError(str("--resume: ", last_path, " holds another model config; resume with the same --init/--preset/"
+                         "--set"));
+  }
+  resume.position = resume_position(resume.last);
+  const bool finished = static_cast<int>(resume.position.run()) >= options.runs ||
+                        (static_cast<int>(resume.position.run()) == options.runs - 1 &&
+                         static_cast<int>(resume.position.epoch()) > setup.epochs);
+  check_resume_options(last_path, options.allow_changed_options, finished);
+  resume.carried = records_before(metrics_path, resume.position);
+  log_info("finetune: resuming from ", last_path, " at run ", resume.position.run() + 1, ", epoch ",
+           resume.position.epoch(), ", batch ", resume.position.batch(), " (update ", resume.position.update(), ")");
+  return resume;
+}
+
+// What the runs leave for the summary.
+struct RunOutcome {
+  std::vector<pb::TaskMetrics> best;  // the best epoch's records, one per dev file
+  double score = 0;
+  std::string checkpoint;
+};
+
+// A run that finished before the resume: its BEST_OF_RUN records are among the carried ones.
+RunOutcome carried_run(const Resume& resume, int run, const std::string& checkpoint) {
+  RunOutcome outcome;
+  outcome.checkpoint = checkpoint;
+  for (const auto& record : resume.carried) {
+    if (record.kind() == pb::TaskMetrics::BEST_OF_RUN && static_cast<int>(record.run()) == run) {
+      outcome.best.push_back(record);
+    }
+  }
+  if (outcome.best.empty()) {
+    throw DataError(str("--resume: the metrics of run ", run + 1, " (before the checkpoint's run ",
+                        resume.position.run() + 1, ") are missing from metrics.cabert; start afresh"));
+  }
+  outcome.score = outcome.best.front().score();
+  return outcome;
+}
+
+struct RunContext {
+  const FinetuneOptions& options;
+  const tasks::TaskSource& source;
+  FinetuneSetup& setup;
+  dist::Communicator& communicator;
+  torch::Device device;
+  const Resume& resume;
+  std::string last_path;
+  std::function<void(const pb::TaskMetrics&)> append_metrics;
+  const RunClock& clock;
+};
+
+RunOutcome train_run(RunContext& context, int run) {
+  const FinetuneOptions& options = context.options;
+  FinetuneSetup& setup = context.setup;
+  dist::Communicator& communicator = context.communicator;
+  const uint64_t seed = options.seed + run;
+  torch::manual_seed(seed);
+  torch::nn::Module& model = setup.learner->start_run();
+  if (communicator.distributed()) {
+    // Rank 0's initial weights everywhere; dropout then draws differently on each rank.
+    std::vector<torch::Tensor> state = model.parameters(true);
+    for (auto& buffer : model.buffers(true)) state.push_back(buffer);
+    communicator.broadcast(state, "the initial parameters");
+    if (!communicator.is_main()) torch::manual_seed(mix_seed(seed, static_cast<uint64_t>(communicator.rank())));
+  }
+  AdamWOptions adam;
+  adam.lr = setup.lr;
+  adam.weight_decay = options.weight_decay;
+  AdamW optimizer(model, adam);
+  const bool continuing = context.resume.active && static_cast<int>(context.resume.position.run()) == run;
+  pb::TrainingPosition position;
+  if (continuing) position = restore_resume_checkpoint(context.resume.last, model, optimizer, communicator);
+
+  RunOutcome outcome;
+  const std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
+  if (!run_dir.empty()) create_output_directory(run_dir, "--model-dir");
+  outcome.checkpoint = run_dir.empty() ? (fs::path(options.model_dir) / "best.cabert").string()
+                                       : (fs::path(run_dir) / "best.cabert").string();
+  StepSettings step_settings;
+  step_settings.job = "finetune";
+  step_settings.clip_norm = options.clip_norm;
+  step_settings.max_skipped_updates = options.max_skipped_updates;
+  step_settings.learning_rate = [&setup](int64_t update) {
+    return linear_warmup_decay(setup.lr, update, setup.warmup, setup.total_steps);
+  };
+  step_settings.non_finite_loss = [](double loss, int64_t update, int) {
+    return str("finetune: the loss became ", loss, " at step ", update, "; lower --lr");
+  };
+  UpdateStep step(model, optimizer, context.device, step_settings, communicator,
+                  static_cast<int64_t>(position.update()));
+  FinetuneEpochs learner(options, context.source, setup, model, communicator, run, outcome.checkpoint);
+  EpochSettings epoch_settings;
+  epoch_settings.epochs = setup.epochs;
+  epoch_settings.run = run;
+  epoch_settings.seed = seed;
+  epoch_settings.order = EpochOrder::kCarried;
+  epoch_settings.log_every = options.log_every;
+  epoch_settings.progress_title =
+      str("finetune ", setup.task.definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "");
+  epoch_settings.last_path = context.last_path;
+  epoch_settings.after_step = options.after_step;
+  epoch_settings.append_metrics = context.append_metrics;
+  epoch_settings.seconds = [&context] { return context.clock.seconds(); };
+  EpochLoop loop(learner, step, model, optimizer, epoch_settings, communicator);
+  if (continuing) loop.resume(position, context.resume.carried);
+  EpochRunResult result = loop.run();
+  outcome.best = result.best;
+  outcome.score = loop.position().best_score();
+  for (auto record : outcome.best) {
+    record.set_kind(pb::TaskMetrics::BEST_OF_RUN);
+    context.append_metrics(record);
+  }
+  return outcome;
+}
+
+// The runs' best and mean +- SEM, and with --runs N > 1 the best run's checkpoint at the top level.
+void summarise_runs(const std::vector<RunOutcome>& runs, bool main_rank, FinetuneSummary& summary) {
+  std::vector<double> scores;
+  for (const auto& run : runs) {
+    scores.push_back(run.score);
+    for (const auto& record : run.best) {
+      pb::TaskMetrics best = record;
+      best.set_kind(pb::TaskMetrics::BEST_OF_RUN);
+      summary.best_of_runs.push_back(best);
+    }
+  }
+  summary.best_run = std::max_element(scores.begin(), scores.end(),
+                                      [](double a, double b) { return eval::better_score(b, a); }) -
+                     scores.begin();
+  summary.best_score = scores[summary.best_run];
+  // A run whose every dev score was NaN failed: the mean and SEM are over the others, and the log says so.
+  std::vector<double> numbers;
+  for (double score : scores) {
+    if (!std::isnan(score)) numbers.push_back(score);
+  }
+  if (numbers.size() < scores.size()) {
+    log_warning("finetune: ", scores.size() - numbers.size(), " of ", scores.size(),
+                " runs ended with a NaN dev score; the mean is over the other ", numbers.size());
+  }
+  summary.primary = numbers.empty() ? eval::mean_and_sem(scores) : eval::mean_and_sem(numbers);
+  if (runs.size() > 1 && main_rank) {
+    // The best run's checkpoint also goes to the model directory's top level (copied atomically).
+    std::string temp = summary.checkpoint + ".tmp";
+    fs::copy_file(runs[summary.best_run].checkpoint, temp, fs::copy_options::overwrite_existing);
+    fs::rename(temp, summary.checkpoint);
+  }
+}
+
+}  // namespace
+
+FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSource& source) {
+  check_options(options);
+  dist::Communicator single;
+  dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
+  const bool main_rank = communicator.is_main();
+  torch::Device device = ops::select_device(options.device);
+  FinetuneSetup setup;
+  resolve_start(options, setup);
+  if (main_rank) {
+    refuse_other_run(options.model_dir, DirectoryRun::kFinetuning);
+    refuse_start_among_outputs(options.model_dir, DirectoryRun::kFinetuning, setup.init.path,
+                               finetuning_checkpoints(options.model_dir));
+  }
+  prepare_task(options, source, communicator.world_size(), device, setup);
+
   FinetuneSummary summary;
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
-  summary.primary_task = task.dev.front().metrics_task;
+  summary.primary_task = setup.task.dev.front().metrics_task;
+  const std::string last_path = (fs::path(options.model_dir) / "last.cabert").string();
+  const Resume resume = find_resume(options, setup, last_path, summary.metrics_path);
+  create_output_directory(options.model_dir, "--model-dir");
+  if (main_rank && !resume.active) {
+    remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
+  }
   std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
+  double seconds_before = 0;
   if (main_rank) {
-    // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job).
+    // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job); a
+    // resumed run starts it again from the records before its position.
     io::WriterOptions appended;
     appended.appended = true;
     metrics_writer = std::make_unique<io::RecordWriter>(
         summary.metrics_path, "cabert.pb.TaskMetrics",
-        std::map<std::string, std::string>{{"task", definition.name}, {"model", model_name(options)}}, appended);
-    metrics_writer->flush();
+        std::map<std::string, std::string>{{"task", setup.task.definition.name}, {"model", model_name(options)}},
+        appended);
+    seconds_before = write_records(resume.carried, *metrics_writer);
   }
-  auto append_metrics = [&](const pb::TaskMetrics& record) {
-    if (!main_rank) return;
-    metrics_writer->write(record);
-    metrics_writer->flush();
-  };
-  std::string name = model_name(options);
-  std::vector<double> run_scores;
-  std::vector<std::string> run_checkpoints;
-  auto started = std::chrono::steady_clock::now();
-
+  const RunClock clock(seconds_before);
+  RunContext context{options, source, setup, communicator, device, resume, last_path,
+                     [&](const pb::TaskMetrics& record) {
+                       if (!main_rank) return;
+                       metrics_writer->write(record);
+                       metrics_writer->flush();
+                     },
+                     clock};
+  std::vector<RunOutcome> runs;
   try {
     for (int run = 0; run < options.runs; ++run) {
-      uint64_t seed = options.seed + run;
-      torch::manual_seed(seed);
-      std::mt19937_64 rng(seed);
-      torch::nn::Module& model = learner->start_run();
-      if (communicator.distributed()) {
-        // Rank 0's initial weights everywhere; dropout then draws differently on each rank.
-        std::vector<torch::Tensor> state = model.parameters(true);
-        for (auto& buffer : model.buffers(true)) state.push_back(buffer);
-        communicator.broadcast(state, "the initial parameters");
-        if (!main_rank) torch::manual_seed(mix_seed(seed, static_cast<uint64_t>(communicator.rank())));
+      const std::string run_checkpoint =
+          options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run) / "best.cabert").string()
+                           : summary.checkpoint;
+      if (resume.active && run < static_cast<int>(resume.position.run())) {
+        runs.push_back(carried_run(resume, run, run_checkpoint));
+      } else {
+        runs.push_back(train_run(context, run));
       }
-      AdamWOptions adam;
-      adam.lr = lr;
-      adam.weight_decay = options.weight_decay;
-      AdamW optimizer(model, adam);
-      std::vector<torch::Tensor> parameters = model.parameters();
-      std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
-
-      std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";
-      if (!run_dir.empty()) create_output_directory(run_dir, "--model-dir");
-      std::string run_checkpoint = run_dir.empty() ? summary.checkpoint : (fs::path(run_dir) / "best.cabert").string();
-      double best_score = -1e300;
-      std::vector<pb::TaskMetrics> best_records;
-      int64_t update = 0;
-      UpdateGuard update_guard("finetune", "step", options.max_skipped_updates);
-      std::vector<size_t> order(examples);
-      std::iota(order.begin(), order.end(), 0);
-      for (int epoch = 1; epoch <= epochs; ++epoch) {
-        std::shuffle(order.begin(), order.end(), rng);
-        Progress progress(str("finetune ", definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "",
-                              " epoch ", epoch, "/", epochs),
-                          "steps", steps_per_epoch);
-        double loss_sum = 0, interval_loss_sum = 0;
-        int64_t interval_steps = 0;
-        for (int64_t step = 0; step < steps_per_epoch; ++step) {
-          // This rank's part of the joint batch order[joint_begin, joint_end).
-          const size_t joint_begin = step * joint_batch, joint_end = std::min(examples, joint_begin + joint_batch);
-          const size_t begin = std::min(joint_end, joint_begin + communicator.rank() * static_cast<size_t>(batch_size));
-          const size_t end = std::min(joint_end, begin + batch_size);
-          optimizer.set_lr(linear_warmup_decay(lr, ++update, warmup, total_steps));
-          optimizer.zero_grad();
-          torch::Tensor loss;
-          if (end > begin) {
-            // The mean over this rank's examples, weighted by its share of the joint batch (the gradient
-            // all-reduce averages over the ranks).
-            loss = learner->loss(order, begin, end) *
-                   (static_cast<double>((end - begin) * world) / static_cast<double>(joint_end - joint_begin));
-          } else {
-            loss = learner->loss(order, joint_begin, joint_begin + 1) * 0.0;  // the last joint batch ran short
-          }
-          gradient_sync->prepare(loss);
-          try {
-            loss.backward();
-          } catch (const std::exception& error) {
-            if (!communicator.distributed()) throw;
-            communicator.fail("the gradient all-reduce", error);
-          }
-          // What every rank must agree on: a signal on any rank, and the joint loss.
-          std::vector<double> shared{interrupt_requested() != 0 ? 1.0 : 0.0, loss.item<double>() / world};
-          communicator.all_reduce_sum(shared, "the step's loss");
-          if (shared[0] > 0) throw Interrupted(interrupt_requested() != 0 ? interrupt_requested() : SIGTERM);
-          const double value = shared[1];
-          if (!std::isfinite(value)) {
-            throw Error(str("finetune: the loss became ", value, " at step ", update, "; lower --lr"));
-          }
-          if (update_guard.allow(clip_gradients(parameters, options.clip_norm), update)) optimizer.step();
-          loss_sum += value;
-          interval_loss_sum += value;
-          ++interval_steps;
-          if (options.log_every > 0 && update % options.log_every == 0) {
-            pb::TaskMetrics record;
-            record.set_kind(pb::TaskMetrics::TRAIN);
-            record.set_model(name);
-            record.set_task(definition.name);
-            record.set_split("train");
-            record.set_run(run);
-            record.set_seed(seed);
-            record.set_epoch(epoch);
-            record.set_step(update);
-            record.set_train_loss(interval_loss_sum / interval_steps);
-            record.set_seconds(std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
-            append_metrics(record);
-            interval_loss_sum = 0;
-            interval_steps = 0;
-          }
-          progress.update(step + 1, str("loss ", loss_sum / (step + 1)));
-        }
-        progress.finish(str("loss ", loss_sum / std::max<int64_t>(steps_per_epoch, 1)));
-
-        std::vector<pb::TaskMetrics> records;
-        double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
-        for (const auto& dev : task.dev) {
-          eval::SplitPredictions predictions = learner->evaluate(dev);
-          pb::TaskMetrics record;
-          record.set_kind(pb::TaskMetrics::EPOCH);
-          record.set_model(name);
-          record.set_task(dev.metrics_task);
-          record.set_split("dev");
-          record.set_data(dev.path);
-          record.set_examples(dev.size());
-          for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
-          record.set_score(predictions.score);
-          record.set_checkpoint(fs::absolute(run_checkpoint).lexically_normal().string());
-          record.set_run(run);
-          record.set_seed(seed);
-          record.set_epoch(epoch);
-          record.set_step(update);
-          record.set_train_loss(loss_sum / std::max<int64_t>(steps_per_epoch, 1));
-          record.set_seconds(seconds);
-          append_metrics(record);
-          log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
-                   describe_metrics(predictions.metrics), ")");
-          records.push_back(record);
-        }
-        if (std::isnan(records.front().score())) {
-          log_warning("finetune: the ", records.front().task(), " dev score of epoch ", epoch,
-                      " is NaN (a correlation of constant predictions?); it ranks below every number");
-        }
-        // The first epoch always counts, so that every run leaves a checkpoint.
-        if (best_records.empty() || eval::better_score(records.front().score(), best_score)) {
-          best_score = records.front().score();
-          best_records = records;
-          pb::CheckpointInfo info;
-          info.set_kind("finetune");
-          *info.mutable_model() = config;
-          info.set_tokenizer(fs::absolute(tokenizer.path()).string());
-          info.set_tokenizer_checksum(tokenizer.checksum());
-          info.set_step(update);
-          for (const auto& [key, value] : task_metadata(definition, source, max_length, squad)) {
-            (*info.mutable_metadata())[key] = value;
-          }
-          (*info.mutable_metadata())["epoch"] = std::to_string(epoch);
-          (*info.mutable_metadata())["run"] = std::to_string(run);
-          (*info.mutable_metadata())["seed"] = std::to_string(seed);
-          (*info.mutable_metadata())["dev_score"] = std::to_string(best_score);
-          (*info.mutable_metadata())["initialised_from"] =
-              options.preset.empty() ? init.path : "random (" + options.preset + ")";
-          learner->describe(&info);
-          check_finite_weights(io::module_tensors(model, "model/"), "finetune", str("after epoch ", epoch));
-          if (main_rank) {
-            io::save_checkpoint(run_checkpoint, info, io::module_tensors(model, "model/"));
-            log_info("finetune: best so far, saved ", run_checkpoint);
-          }
-        }
-      }
-      for (auto record : best_records) {
-        record.set_kind(pb::TaskMetrics::BEST_OF_RUN);
-        append_metrics(record);
-        summary.best_of_runs.push_back(record);
-      }
-      run_scores.push_back(best_score);
-      run_checkpoints.push_back(run_checkpoint);
     }
   } catch (const Interrupted&) {
-    if (main_rank) {
-      metrics_writer->close();
-      log_info("finetune: stopped; ", definition.name,
-               " fine-tuning does not resume (only --task translation does): ", options.model_dir,
-               " keeps the records and the best checkpoint of every epoch finished so far; run the command again "
-               "to start afresh");
-    }
+    if (main_rank) metrics_writer->close();
     throw;
   }
   if (main_rank) metrics_writer->close();
-  summary.best_run = std::max_element(run_scores.begin(), run_scores.end(), [](double a, double b) {
-                       return eval::better_score(b, a);
-                     }) - run_scores.begin();
-  summary.best_score = run_scores[summary.best_run];
-  // A run whose every dev score was NaN failed: the mean and SEM are over the others, and the log says so.
-  std::vector<double> numbers;
-  for (double score : run_scores) {
-    if (!std::isnan(score)) numbers.push_back(score);
-  }
-  if (numbers.size() < run_scores.size()) {
-    log_warning("finetune: ", run_scores.size() - numbers.size(), " of ", run_scores.size(),
-                " runs ended with a NaN dev score; the mean is over the other ", numbers.size());
-  }
-  summary.primary = numbers.empty() ? eval::mean_and_sem(run_scores) : eval::mean_and_sem(numbers);
-  if (options.runs > 1 && main_rank) {
-    // The best run's checkpoint also goes to the model directory's top level (copied atomically).
-    std::string temp = summary.checkpoint + ".tmp";
-    fs::copy_file(run_checkpoints[summary.best_run], temp, fs::copy_options::overwrite_existing);
-    fs::rename(temp, summary.checkpoint);
-  }
+  summarise_runs(runs, main_rank, summary);
   return summary;
 }
 

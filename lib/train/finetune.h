@@ -3,13 +3,19 @@
 // and mean +- standard error of the mean. An encoder gets a task head; an encoder-decoder (a seq2seq preset
 // or a span-corruption checkpoint) learns classification tasks as text-to-text (text_to_text_learner.h).
 //
+// The runs go through the one training loop (training_loop.h), so a fine-tuning stopped by SIGINT/SIGTERM
+// continues with --resume exactly, in the run and epoch it was in.
+//
 // Files in the model directory:
 //   best.cabert        fine-tuned checkpoint (kind "finetune") of the best epoch of the best run
 //   run-<k>/best.cabert  with --runs N > 1: each run's best checkpoint
+//   last.cabert        model + optimizer + generators + position (run, epoch, batch) of the run in progress,
+//                      written after every epoch and when a signal stops the run: `--resume` continues from it
 //   metrics.cabert     TaskMetrics records: one EPOCH record per epoch and dev file, one BEST_OF_RUN per run
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -59,6 +65,9 @@ struct FinetuneOptions {
   // Encoder-decoders (text-to-text): LABEL=TEXT verbaliser overrides, label smoothing of the target loss.
   std::vector<std::string> label_texts;
   double label_smoothing = 0;
+  bool resume = false;                 // continue from MODEL_DIR/last.cabert (from scratch when there is none)
+  bool allow_changed_options = false;  // --resume with options that differ from the checkpoint's
+  std::function<void(int64_t update)> after_step;  // tests: called after every optimizer update of a run
   // Data parallelism (lib/dist): nullptr or a world of 1 runs alone. Each update sees batch_size examples
   // per rank (batch_size x world size in all, the steps per epoch shrink accordingly); every rank
   // evaluates the dev sets, rank 0 alone writes checkpoints and metrics.

@@ -73,7 +73,8 @@ DirectoryContents inspect_model_directory(const std::string& dir) {
   if (!pretraining.empty()) {
     contents.run = DirectoryRun::kPretraining;
     contents.evidence = fs::path(pretraining.back().second).filename().string();
-  } else if (holds(dir, "last.cabert")) {
+  } else if (holds(dir, "last.cabert") && is_translation(fs::path(dir) / "last.cabert")) {
+    // Both fine-tunings resume from last.cabert; its task tells them apart.
     contents.run = DirectoryRun::kTranslation;
     contents.evidence = "last.cabert";
   } else if (auto finetuning = finetuning_checkpoints(dir); !finetuning.empty()) {
@@ -85,7 +86,9 @@ DirectoryContents inspect_model_directory(const std::string& dir) {
 
 std::vector<fs::path> finetuning_checkpoints(const std::string& dir) {
   std::vector<fs::path> found = matching_files(dir, std::regex("run-[0-9]+"), "best.cabert");
-  if (holds(dir, "best.cabert")) found.push_back(fs::path(dir) / "best.cabert");
+  for (const char* name : {"best.cabert", "last.cabert"}) {
+    if (holds(dir, name)) found.push_back(fs::path(dir) / name);
+  }
   std::sort(found.begin(), found.end());
   return found;
 }

@@ -1,6 +1,6 @@
 // What a training command's --model-dir already holds, judged by the files each kind of run writes there:
-// checkpoint-<step>.cabert (pretrain), last.cabert (translation fine-tuning, which resumes from it), best.cabert or
-// run-<k>/best.cabert without last.cabert (fine-tuning). Every kind writes the directory's metrics.cabert, so a
+// checkpoint-<step>.cabert (pretrain); last.cabert, which both fine-tunings resume from (its task metadata tells
+// translation from the others); best.cabert or run-<k>/best.cabert (fine-tuning). Every kind writes the directory's metrics.cabert, so a
 // run refuses a directory holding another kind, and the checkpoint it starts from; a fresh run removes an earlier
 // run's checkpoints of its own kind, so that none is taken for its own.
 #pragma once
@@ -20,8 +20,8 @@ struct DirectoryContents {
 
 DirectoryContents inspect_model_directory(const std::string& dir);
 
-// The checkpoints each fine-tuning writes into DIR, sorted: best.cabert and run-<k>/best.cabert (also those of
-// an earlier fine-tuning with more runs); and last.cabert, best.cabert, averaged.cabert, epoch-<n>.cabert.
+// The checkpoints each fine-tuning writes into DIR, sorted: best.cabert, last.cabert and run-<k>/best.cabert (also
+// those of an earlier fine-tuning with more runs); and last.cabert, best.cabert, averaged.cabert, epoch-<n>.cabert.
 std::vector<std::filesystem::path> finetuning_checkpoints(const std::string& dir);
 std::vector<std::filesystem::path> translation_checkpoints(const std::string& dir);
 

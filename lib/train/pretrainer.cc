@@ -34,15 +34,13 @@
 #include "lib/train/rank_states.h"
 #include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
+#include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
 
 namespace cabert::train {
 namespace {
 
 namespace fs = std::filesystem;
-
-// The step's loss among its metric sums (no objective's sum has this name).
-constexpr const char* kStepLoss = "step_loss";
 
 // Every held-out example draws its masks from its own seed, so that every evaluation of a run sees the same
 // masks whatever the batch size or the number of ranks. Rank r evaluates examples r, r + W, ...; the metric
@@ -177,6 +175,238 @@ std::string format_values(const std::map<std::string, double>& values) {
   return out;
 }
 
+// Refuses what would spoil the model directory, before anything is written there.
+void prepare_model_directory(const PretrainOptions& options) {
+  // A fresh run into a model directory that holds an earlier one would replace its metrics.cabert and, through
+  // --keep-checkpoints, prune its own checkpoints while keeping the earlier run's later-numbered ones (which
+  // --resume and `--init DIR` would then pick).
+  refuse_other_run(options.model_dir, DirectoryRun::kPretraining);
+  if (!options.resume) {
+    std::vector<fs::path> earlier;
+    for (const auto& [step, path] : io::list_checkpoints(options.model_dir)) earlier.emplace_back(path);
+    refuse_fresh_start(options.model_dir, earlier);
+  }
+  create_output_directory(options.model_dir, "--model-dir");
+  // What a killed run was writing when it died.
+  if (size_t removed = remove_stale_temporaries(options.model_dir)) {
+    log_info("pretrain: removed ", removed, " temporary file(s) a killed run left in ", options.model_dir);
+  }
+}
+
+// The checkpoint --resume continues from (nullptr: a fresh start), with the config it fixes.
+std::unique_ptr<io::Checkpoint> find_resume(const PretrainOptions& options, const CorpusTokenizer& corpus,
+                                            dist::Communicator& communicator, pb::ModelConfig* config) {
+  if (!options.resume) return nullptr;
+  std::unique_ptr<io::Checkpoint> resumed = load_latest_checkpoint(options.model_dir, communicator);
+  if (!resumed) {
+    log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
+    return nullptr;
+  }
+  *config = resumed->info.model();
+  const int64_t step = static_cast<int64_t>(resumed->info.step());
+  if (!resumed->info.tokenizer_checksum().empty() && !corpus.checksum.empty() &&
+      resumed->info.tokenizer_checksum() != corpus.checksum) {
+    throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
+                         resumed->path));
+  }
+  check_resume_options(resumed->path, options.allow_changed_options, step >= options.steps);
+  log_info("pretrain: resuming from ", resumed->path, " at step ", step);
+  return resumed;
+}
+
+// Pre-training in the one loop: each micro-batch draws batch_size examples of this rank's share of the corpus;
+// the objective's loss is weighted by this rank's share of the joint batch's counted terms.
+class PretrainLearner : public StepLearner {
+ public:
+  PretrainLearner(Objectives& objectives, data::ExampleStream& stream, std::mt19937_64& rng, int64_t batch_size,
+                  Objective objective, dist::Communicator& communicator)
+      : objectives_(objectives),
+        stream_(stream),
+        rng_(rng),
+        batch_size_(batch_size),
+        objective_(objective),
+        communicator_(communicator) {}
+
+  MicroBatch micro_batch(int /*micro*/, int accumulate) override {
+    std::vector<pb::PretrainingExample> examples;
+    std::vector<uint64_t> seeds(static_cast<size_t>(batch_size_));
+    for (int64_t i = 0; i < batch_size_; ++i) examples.push_back(stream_.next(&seeds[static_cast<size_t>(i)]));
+    data::Batch batch = data::make_batch(examples);
+    batch.row_seeds = std::move(seeds);
+    StepOutput out = objectives_.compute(batch, rng_);
+    std::vector<double> counts;
+    for (const auto& term : out.terms) counts.push_back(term.count);
+    communicator_.all_reduce_sum(counts, "the masked-token counts");
+    MicroBatch micro;
+    micro.loss = joint_batch_loss(out, counts, communicator_.world_size()) / static_cast<double>(accumulate);
+    micro.sums = std::move(out.sums);
+    micro.tokens = batch.tokens;
+    return micro;
+  }
+
+  std::vector<std::string> sum_names() const override { return metric_sum_names(objective_); }
+
+ private:
+  Objectives& objectives_;
+  data::ExampleStream& stream_;
+  std::mt19937_64& rng_;
+  int64_t batch_size_;
+  Objective objective_;
+  dist::Communicator& communicator_;
+};
+
+// What a pre-training run holds while it goes on.
+struct PretrainState {
+  const PretrainOptions& options;
+  dist::Communicator& communicator;
+  pb::ModelConfig config;
+  CorpusTokenizer corpus;
+  Objectives& objectives;
+  AdamW& optimizer;
+  data::ExampleStream& stream;
+  std::mt19937_64& rng;
+  double peak_lr = 0;
+  int64_t warmup = 0;
+};
+
+// Collective: every rank hands rank 0 its state; rank 0 alone writes checkpoint-<step>.cabert and keeps the last K.
+std::string save_checkpoint_at(PretrainState& state, int64_t at_step) {
+  const PretrainOptions& options = state.options;
+  torch::nn::Module& module = state.objectives.module();
+  const int world = state.communicator.world_size();
+  // Every rank holds the same weights, so every rank refuses alike.
+  check_finite_weights(io::module_tensors(module, "model/"), "pretrain", str("at step ", at_step));
+  std::vector<pb::RankState> states =
+      gather_rank_states(state.communicator, capture_rank_state(state.stream, state.rng), at_step);
+  std::string path = io::checkpoint_path(options.model_dir, at_step);
+  if (state.communicator.is_main()) {
+    pb::CheckpointInfo info;
+    info.set_kind("pretrain");
+    *info.mutable_model() = state.config;
+    info.set_tokenizer(state.corpus.tokenizer);
+    info.set_tokenizer_checksum(state.corpus.checksum);
+    info.set_step(at_step);
+    record_rank_states(states, world, &info);
+    for (const auto& c : options.corpus) info.add_corpus(c);
+    auto& meta = *info.mutable_metadata();
+    meta["objective"] = objective_name(options.objective);
+    if (options.objective == Objective::kSpanCorruption) {
+      meta["noise_density"] = str(options.noise_density);
+      meta["mean_noise_span_length"] = str(options.mean_noise_span_length);
+    }
+    meta["total_steps"] = std::to_string(options.steps);
+    meta["batch_size"] = std::to_string(options.batch_size * options.accumulate * world);
+    meta["processes"] = std::to_string(world);
+    meta["peak_lr"] = str(state.peak_lr);
+    meta["warmup_steps"] = std::to_string(state.warmup);
+    meta["seed"] = std::to_string(options.seed);
+    NamedTensors tensors = io::module_tensors(module, "model/");
+    for (auto& [name, tensor] : state.optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
+    io::save_checkpoint(path, info, tensors);
+    auto all = io::list_checkpoints(options.model_dir);
+    for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
+  }
+  state.communicator.barrier(str("saving checkpoint ", at_step));  // no rank leaves before the file is there
+  return path;
+}
+
+StepSettings step_settings(const PretrainState& state) {
+  const PretrainOptions& options = state.options;
+  StepSettings settings;
+  settings.job = "pretrain";
+  settings.accumulate = static_cast<int>(options.accumulate);
+  settings.amp = options.amp;
+  settings.clip_norm = options.clip_norm;
+  settings.max_skipped_updates = options.max_skipped_updates;
+  const double peak = state.peak_lr;
+  const int64_t warmup = state.warmup, steps = options.steps;
+  settings.learning_rate = [peak, warmup, steps](int64_t update) {
+    return linear_warmup_decay(peak, update, warmup, steps);
+  };
+  dist::Communicator& communicator = state.communicator;
+  const std::string model_dir = options.model_dir;
+  settings.non_finite_loss = [&communicator, model_dir](double loss, int64_t update, int ranks) {
+    const int world = communicator.world_size();
+    auto existing = communicator.is_main() ? io::list_checkpoints(model_dir) : decltype(io::list_checkpoints("")){};
+    return str("pretrain: non-finite loss (", loss, ") at step ", update,
+               world > 1 ? str(" on ", ranks, " of ", world, " ranks") : "", "; stopping. ",
+               !communicator.is_main() ? std::string("")
+               : existing.empty()      ? std::string("No checkpoint was written yet.")
+                                       : str("The last good checkpoint is ", existing.back().second));
+  };
+  settings.before_update = options.before_update;
+  return settings;
+}
+
+// The values of a step's "train" record.
+std::map<std::string, double> step_values(const UpdateReport& report, Objective objective, int64_t skipped) {
+  auto values = summarise(report.sums, objective);
+  values["loss"] = report.loss;
+  values["lr"] = report.lr;
+  values["grad_norm"] = report.grad_norm;
+  if (skipped > 0) values["skipped_updates"] = static_cast<double>(skipped);
+  values["tokens_per_second"] = static_cast<double>(report.tokens) / std::max(report.seconds, 1e-9);
+  values["tokens"] = static_cast<double>(report.tokens);
+  return values;
+}
+
+// The steps from `step` to options.steps: held-out evaluation every --eval-every steps and at the end, a
+// checkpoint every --save-every steps, at the end, and when a signal on any rank stops every rank.
+void train_steps(PretrainState& state, int64_t step, const std::vector<pb::PretrainingExample>& held_out,
+                 MetricsLog* metrics, PretrainResult& result) {
+  const PretrainOptions& options = state.options;
+  torch::nn::Module& module = state.objectives.module();
+  PretrainLearner learner(state.objectives, state.stream, state.rng, options.batch_size, options.objective,
+                          state.communicator);
+  UpdateStep update_step(module, state.optimizer, ops::select_device(options.device), step_settings(state),
+                         state.communicator, step);
+  module.train();
+  // Counted from this process's first step so that the rate and ETA stay right after --resume.
+  const int64_t first_step = step;
+  Progress progress(str("pretrain (from step ", first_step, ")"), "steps", static_cast<uint64_t>(options.steps - first_step));
+  const RunClock clock(metrics ? metrics->carried_wall_seconds() : 0.0);
+  double tokens_total = 0, seconds_total = 0;
+  while (step < options.steps) {
+    const UpdateReport report = update_step.run(learner);
+    step = report.update;
+    ++result.steps_done;
+    tokens_total += static_cast<double>(report.tokens), seconds_total += report.seconds;
+    result.last_loss = report.loss;
+    if (metrics) metrics->add("train", step, clock.seconds(), step_values(report, options.objective, update_step.skipped()));
+    if (!options.quiet_progress) {
+      char extra[160];
+      std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", report.loss, report.lr,
+                    human_count(static_cast<double>(report.tokens) / std::max(report.seconds, 1e-9)).c_str());
+      progress.update(static_cast<uint64_t>(step - first_step), extra);
+    }
+    if (options.after_step) options.after_step(step);
+    const bool last = step == options.steps;
+    if ((options.eval_every > 0 && step % options.eval_every == 0) || last) {
+      auto eval = evaluate(state.objectives, held_out, state.stream, options.batch_size, options.objective,
+                           options.seed, state.communicator);
+      if (!eval.empty()) {
+        if (metrics) metrics->add("eval", step, clock.seconds(), eval);
+        result.last_eval = eval;
+        log_info("pretrain: step ", step, " eval (", held_out.size(), " held-out examples): ", format_values(eval));
+      }
+    }
+    // A signal on any rank stops every rank at this step, after one checkpoint.
+    const int signal = stop_signal(state.communicator);
+    if (last || signal != 0 || (options.save_every > 0 && step % options.save_every == 0)) {
+      result.last_checkpoint = save_checkpoint_at(state, step);
+      log_debug("pretrain: saved ", result.last_checkpoint);
+    }
+    if (signal != 0 && !last) {
+      log_info("pretrain: stopped at step ", step, " by signal ", signal, "; resume with --resume from ",
+               result.last_checkpoint);
+      throw Interrupted(signal);
+    }
+  }
+  progress.finish(str("loss ", result.last_loss));
+  result.final_step = step;
+  result.tokens_per_second = tokens_total / std::max(seconds_total, 1e-9);
+}
+
 }  // namespace
 
 std::string describe_pretraining_model(const pb::ModelConfig& config, Objective objective) {
@@ -186,8 +416,7 @@ std::string describe_pretraining_model(const pb::ModelConfig& config, Objective 
   return models::module_tree(*models::ElectraModel(config), "model");
 }
 
-PretrainResult run_pretraining(const PretrainOptions& options_in) {
-  PretrainOptions options = options_in;
+PretrainResult run_pretraining(const PretrainOptions& options) {
   if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
   if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
@@ -200,44 +429,11 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   // Vocabulary and tokenizer come from the corpus header when build-corpus recorded them; a bad corpus is refused
   // before the model directory is made.
   const CorpusTokenizer corpus = corpus_tokenizer(options.corpus);
-  if (main_rank) {
-    // A fresh run into a model directory that holds an earlier one would replace its metrics.cabert and, through
-    // --keep-checkpoints, prune its own checkpoints while keeping the earlier run's later-numbered ones (which
-    // --resume and `--init DIR` would then pick).
-    refuse_other_run(options.model_dir, DirectoryRun::kPretraining);
-    if (!options.resume) {
-      std::vector<fs::path> earlier;
-      for (const auto& [step, path] : io::list_checkpoints(options.model_dir)) earlier.emplace_back(path);
-      refuse_fresh_start(options.model_dir, earlier);
-    }
-    create_output_directory(options.model_dir, "--model-dir");
-    // What a killed run was writing when it died.
-    if (size_t removed = remove_stale_temporaries(options.model_dir)) {
-      log_info("pretrain: removed ", removed, " temporary file(s) a killed run left in ", options.model_dir);
-    }
-  }
+  if (main_rank) prepare_model_directory(options);
 
   pb::ModelConfig config = options.model;
-  const std::string& tokenizer = corpus.tokenizer;
-  const std::string& tokenizer_checksum = corpus.checksum;
-  int64_t step = 0;
-  std::unique_ptr<io::Checkpoint> resumed;
-  if (options.resume) {
-    resumed = load_latest_checkpoint(options.model_dir, communicator);
-    if (!resumed) {
-      log_info("pretrain: --resume: no checkpoint in ", options.model_dir, ", starting from scratch");
-    } else {
-      config = resumed->info.model();
-      step = static_cast<int64_t>(resumed->info.step());
-      if (!resumed->info.tokenizer_checksum().empty() && !tokenizer_checksum.empty() &&
-          resumed->info.tokenizer_checksum() != tokenizer_checksum) {
-        throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
-                             resumed->path));
-      }
-      check_resume_options(resumed->path, options.allow_changed_options, step >= options.steps);
-      log_info("pretrain: resuming from ", resumed->path, " at step ", step);
-    }
-  }
+  std::unique_ptr<io::Checkpoint> resumed = find_resume(options, corpus, communicator, &config);
+  const int64_t step = resumed ? static_cast<int64_t>(resumed->info.step()) : 0;
   if (!resumed && corpus.vocab_size > 0 && corpus.vocab_size != config.vocab_size()) {
     log_info("pretrain: vocab_size ", config.vocab_size(), " -> ", corpus.vocab_size, " (from the corpus tokenizer)");
     config.set_vocab_size(static_cast<int32_t>(corpus.vocab_size));
@@ -247,7 +443,6 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     throw UsageError(str("model vocab_size ", config.vocab_size(), " leaves no regular tokens above the ",
                          first_regular_id, " special ids"));
   }
-
   // The resolved architecture beside the checkpoints, readable and reusable with --preset FILE.
   if (main_rank) {
     write_file_atomically((fs::path(options.model_dir) / "config.textproto").string(), config::config_to_text(config));
@@ -268,7 +463,6 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   adam.lr = options.lr > 0 ? options.lr : default_lr(config, options.objective);
   adam.eps = options.adam_eps;
   adam.weight_decay = options.weight_decay;
-  const double peak_lr = adam.lr;
   const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
   AdamW optimizer(module, adam);
 
@@ -292,43 +486,6 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
     torch::manual_seed(mix_seed(options.seed, static_cast<uint64_t>(communicator.rank())));
   }
 
-  // Collective: every rank hands rank 0 its state; rank 0 alone writes.
-  auto save = [&](int64_t at_step) {
-    // Every rank holds the same weights, so every rank refuses alike.
-    check_finite_weights(io::module_tensors(module, "model/"), "pretrain", str("at step ", at_step));
-    std::vector<pb::RankState> states = gather_rank_states(communicator, capture_rank_state(stream, rng), at_step);
-    std::string path = io::checkpoint_path(options.model_dir, at_step);
-    if (main_rank) {
-      pb::CheckpointInfo info;
-      info.set_kind("pretrain");
-      *info.mutable_model() = config;
-      info.set_tokenizer(tokenizer);
-      info.set_tokenizer_checksum(tokenizer_checksum);
-      info.set_step(at_step);
-      record_rank_states(states, world, &info);
-      for (const auto& c : options.corpus) info.add_corpus(c);
-      auto& meta = *info.mutable_metadata();
-      meta["objective"] = objective_name(options.objective);
-      if (options.objective == Objective::kSpanCorruption) {
-        meta["noise_density"] = str(options.noise_density);
-        meta["mean_noise_span_length"] = str(options.mean_noise_span_length);
-      }
-      meta["total_steps"] = std::to_string(options.steps);
-      meta["batch_size"] = std::to_string(options.batch_size * options.accumulate * world);
-      meta["processes"] = std::to_string(world);
-      meta["peak_lr"] = str(peak_lr);
-      meta["warmup_steps"] = std::to_string(warmup);
-      meta["seed"] = std::to_string(options.seed);
-      NamedTensors tensors = io::module_tensors(module, "model/");
-      for (auto& [name, tensor] : optimizer.state()) tensors.emplace_back("optimizer/" + name, tensor);
-      io::save_checkpoint(path, info, tensors);
-      auto all = io::list_checkpoints(options.model_dir);
-      for (size_t i = 0; i + options.keep_checkpoints < all.size(); ++i) fs::remove(all[i].second);
-    }
-    communicator.barrier(str("saving checkpoint ", at_step));  // no rank leaves before the file is there
-    return path;
-  };
-
   PretrainResult result;
   result.final_step = step;
   if (step >= options.steps) {
@@ -338,138 +495,15 @@ PretrainResult run_pretraining(const PretrainOptions& options_in) {
   log_info("pretrain: ", config.name(), " (", models::human_parameters(models::count_parameters(module)),
            " parameters), objective ", objective_name(options.objective), ", steps ", options.steps, ", batch ",
            options.batch_size, " x ", options.accumulate, world > 1 ? str(" x ", world, " processes") : "",
-           ", peak lr ", peak_lr, ", warm-up ", warmup, " on ", options.device);
+           ", peak lr ", adam.lr, ", warm-up ", warmup, " on ", options.device);
   std::unique_ptr<MetricsLog> metrics;  // rank 0's; a resumed run carries the records up to its checkpoint over
   if (main_rank) {
     metrics = std::make_unique<MetricsLog>((fs::path(options.model_dir) / "metrics.cabert").string(), config,
                                            resumed ? step : -1);
   }
-  std::vector<torch::Tensor> parameters = module.parameters(true);
-  std::unique_ptr<dist::GradientSync> gradient_sync = communicator.gradient_sync(parameters);
-  module.train();
-  // Counted from this process's first step so that the rate and ETA stay right after --resume.
-  const int64_t first_step = step;
-  Progress progress(str("pretrain (from step ", first_step, ")"), "steps", static_cast<uint64_t>(options.steps - first_step));
-  const auto start = std::chrono::steady_clock::now();
-  // The run's clock: a resumed run goes on from the time its earlier part had logged.
-  const double wall_before = metrics ? metrics->carried_wall_seconds() : 0.0;
-  auto wall = [&] {
-    return wall_before + std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  };
-  double tokens_total = 0, seconds_total = 0;
-  UpdateGuard update_guard("pretrain", "step", options.max_skipped_updates);
-  while (step < options.steps) {
-    const auto step_start = std::chrono::steady_clock::now();
-    const double lr = linear_warmup_decay(peak_lr, step + 1, warmup, options.steps);
-    optimizer.set_lr(lr);
-    optimizer.zero_grad();
-    // The metric sums, and under kStepLoss this rank's part of the joint loss (the parts add up over the ranks):
-    // on the device until the step's one read.
-    MetricSums step_sums;
-    int64_t tokens = 0;
-    for (int64_t micro = 0; micro < options.accumulate; ++micro) {
-      std::vector<pb::PretrainingExample> examples;
-      std::vector<uint64_t> seeds(options.batch_size);
-      for (int64_t i = 0; i < options.batch_size; ++i) examples.push_back(stream.next(&seeds[i]));
-      data::Batch batch = data::make_batch(examples);
-      batch.row_seeds = std::move(seeds);
-      tokens += batch.tokens;
-      StepOutput out;
-      {
-        ops::AutocastScope autocast(options.amp, device);  // bfloat16 on CPU or CUDA (lib/ops/mixed_precision.h)
-        out = objectives.compute(batch, rng);
-      }
-      std::vector<double> counts;
-      for (const auto& term : out.terms) counts.push_back(term.count);
-      communicator.all_reduce_sum(counts, "the masked-token counts");
-      torch::Tensor loss = joint_batch_loss(out, counts, world) / static_cast<double>(options.accumulate);
-      step_sums.add(kStepLoss, loss.detach().to(torch::kDouble) / world);
-      if (micro + 1 == options.accumulate) gradient_sync->prepare(loss);  // earlier micro-batches accumulate locally
-      try {
-        loss.backward();
-      } catch (const std::exception& error) {
-        if (!communicator.distributed()) throw;
-        communicator.fail("the gradient all-reduce", error);
-      }
-      step_sums.add(out.sums);
-    }
-    std::map<std::string, double> sums = step_sums.read();
-    double loss_value = sums[kStepLoss];
-    sums.erase(kStepLoss);
-    const bool finite = std::isfinite(loss_value);  // a non-finite micro-batch loss makes the sum non-finite
-    // One all-reduce for what every rank must agree on before the update: a non-finite loss on any rank, the
-    // joint loss, the token count and the metric sums.
-    for (const auto& name : metric_sum_names(options.objective)) sums.try_emplace(name, 0.0);
-    std::vector<double> shared{finite ? 0.0 : 1.0, loss_value, static_cast<double>(tokens)};
-    for (const auto& [k, v] : sums) shared.push_back(v);
-    communicator.all_reduce_sum(shared, "the step's loss and metrics");
-    if (shared[0] > 0) {
-      auto existing = main_rank ? io::list_checkpoints(options.model_dir) : decltype(io::list_checkpoints("")){};
-      throw Error(str("pretrain: non-finite loss (", shared[1], ") at step ", step + 1,
-                      world > 1 ? str(" on ", static_cast<int>(shared[0]), " of ", world, " ranks") : "", "; stopping. ",
-                      !main_rank ? std::string("")
-                      : existing.empty() ? std::string("No checkpoint was written yet.")
-                                         : str("The last good checkpoint is ", existing.back().second)));
-    }
-    loss_value = shared[1];
-    tokens = static_cast<int64_t>(shared[2]);
-    {
-      size_t i = 3;
-      for (auto& [k, v] : sums) v = shared[i++];
-    }
-    if (options.before_update) options.before_update(step + 1, parameters);
-    const double grad_norm = clip_gradients(parameters, options.clip_norm);
-    if (update_guard.allow(grad_norm, step + 1)) optimizer.step();
-    ++step;
-    ++result.steps_done;
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - step_start).count();
-    tokens_total += tokens, seconds_total += seconds;
-    const double tokens_per_second = tokens / std::max(seconds, 1e-9);
-    result.last_loss = loss_value;
-    auto values = summarise(sums, options.objective);
-    values["loss"] = loss_value;
-    values["lr"] = lr;
-    values["grad_norm"] = grad_norm;
-    if (update_guard.skipped() > 0) values["skipped_updates"] = static_cast<double>(update_guard.skipped());
-    values["tokens_per_second"] = tokens_per_second;
-    values["tokens"] = static_cast<double>(tokens);
-    if (main_rank) metrics->add("train", step, wall(), values);
-    if (!options.quiet_progress) {
-      char extra[160];
-      std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", loss_value, lr,
-                    human_count(tokens_per_second).c_str());
-      progress.update(static_cast<uint64_t>(step - first_step), extra);
-    }
-    if (options.after_step) options.after_step(step);
-    const bool last = step == options.steps;
-    if ((options.eval_every > 0 && step % options.eval_every == 0) || last) {
-      auto eval = evaluate(objectives, held_out, stream, options.batch_size, options.objective, options.seed,
-                           communicator);
-      if (!eval.empty()) {
-        if (main_rank) metrics->add("eval", step, wall(), eval);
-        result.last_eval = eval;
-        log_info("pretrain: step ", step, " eval (", held_out.size(), " held-out examples): ", format_values(eval));
-      }
-    }
-    // A signal on any rank stops every rank at this step, after one checkpoint.
-    const int signal_here = interrupt_requested();
-    std::vector<double> stop{signal_here != 0 ? 1.0 : 0.0};
-    communicator.all_reduce_sum(stop, "the stop flag");
-    const int signal = stop[0] > 0 ? (signal_here != 0 ? signal_here : SIGTERM) : 0;
-    if (last || signal != 0 || (options.save_every > 0 && step % options.save_every == 0)) {
-      result.last_checkpoint = save(step);
-      log_debug("pretrain: saved ", result.last_checkpoint);
-    }
-    if (signal != 0 && !last) {
-      log_info("pretrain: stopped at step ", step, " by signal ", signal, "; resume with --resume from ",
-               result.last_checkpoint);
-      throw Interrupted(signal);
-    }
-  }
-  progress.finish(str("loss ", result.last_loss));
+  PretrainState state{options, communicator, config, corpus, objectives, optimizer, stream, rng, adam.lr, warmup};
+  train_steps(state, step, held_out, metrics.get(), result);
   if (metrics) metrics->close();
-  result.final_step = step;
-  result.tokens_per_second = tokens_total / std::max(seconds_total, 1e-9);
   return result;
 }
 

@@ -265,5 +265,34 @@ TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank)
   EXPECT_NE(refused.err.find("finetune --task translation runs in one process"), std::string::npos) << refused.err;
 }
 
+// A data-parallel fine-tuning stopped by SIGTERM (to the launcher) saves every rank's state in last.cabert and
+// continues with --resume to the uninterrupted run's weights.
+TEST_F(DataParallelCli, AFineTuningOfTwoRanksStoppedBySigtermResumesExactly) {
+  const std::string data = dir("data"), whole = dir("whole"), stopped = dir("stopped");
+  const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
+  ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
+                        "/dev.tsv > " + data + "/dev.tsv").exit_code, 0);
+  const std::string finetune = cabert_binary() + " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
+                               " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
+                               " --tokenizer " + testing::alice_tokenizer() + " --task SST-2 --train " + data +
+                               "/train.tsv --dev " + data + "/dev.tsv --epochs 30 --batch-size 8 --nproc 2"
+                               " --max-length 32 --lr 1e-3 --log-every 5 --model-dir ";
+  auto alone = run_command(finetune + whole);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  auto result = bash("finetune_sigterm", finetune + stopped + " 2> " + stopped + "/err & pid=$!\n"
+                     "for i in $(seq 1200); do grep -q 'epoch 2 SST-2 dev' " + stopped + "/err && break; sleep 0.05; done\n"
+                     "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n");
+  const std::string err = testing::read_text(stopped + "/err");
+  ASSERT_NE(result.out.find("rc=143"), std::string::npos) << result.out << err;
+  const pb::CheckpointInfo last = io::read_checkpoint_info(stopped + "/last.cabert");
+  EXPECT_EQ(last.ranks_size(), 2);
+  EXPECT_LE(last.position().epoch(), 30u);
+  auto resumed = run_command(finetune + stopped + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("finetune: resuming from"), std::string::npos) << resumed.err;
+  expect_same_model(whole + "/best.cabert", stopped + "/best.cabert", 0);
+  expect_same_model(whole + "/last.cabert", stopped + "/last.cabert", 0);
+}
+
 }  // namespace
 }  // namespace cabert

@@ -97,7 +97,7 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   stopped.log_every = 2;
   stop_after_update(stopped, 3);
   ASSERT_TRUE(fs::exists(stopped.model_dir + "/last.cabert"));
-  EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").metadata().at("resume_batch"), "3");
+  EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").position().batch(), 3u);
   run_translation_training(stopped);
   expect_same_model_weights(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
   expect_same_model_weights(full.model_dir + "/averaged.cabert", stopped.model_dir + "/averaged.cabert");
@@ -125,7 +125,7 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   late.average_last = 2;
   late.log_every = 2;
   stop_after_update(late, static_cast<int64_t>(reference.epochs[0].step()) + 1);
-  EXPECT_EQ(io::read_checkpoint_info(late.model_dir + "/last.cabert").metadata().at("resume_epoch"), "2");
+  EXPECT_EQ(io::read_checkpoint_info(late.model_dir + "/last.cabert").position().epoch(), 2u);
   TranslationTrainSummary resumed = run_translation_training(late);
   EXPECT_EQ(resumed.averaged_checkpoint, late.model_dir + "/averaged.cabert");
   expect_same_model_weights(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
@@ -209,7 +209,7 @@ TEST_F(TranslationTrainerTest, AResumeWithNothingLeftToTrainAveragesTheLastEpoch
   lowered.average_last = 2;
   lowered.max_train_examples = 40;
   stop_after_update(lowered, static_cast<int64_t>(ended.epochs[1].step()) + 1);
-  ASSERT_EQ(io::read_checkpoint_info(lowered.model_dir + "/last.cabert").metadata().at("resume_epoch"), "3");
+  ASSERT_EQ(io::read_checkpoint_info(lowered.model_dir + "/last.cabert").position().epoch(), 3u);
   EXPECT_FALSE(fs::exists(lowered.model_dir + "/averaged.cabert"));
   lowered.epochs = 1;
   TranslationTrainSummary resumed = run_translation_training(lowered);

@@ -1,0 +1,195 @@
+// Fine-tuning resumes exactly (issue 57): a run stopped by SIGTERM in the middle of an epoch, of a later epoch,
+// or of a later --runs seed, and continued with --resume, ends with the weights, checkpoints and metrics
+// records of the uninterrupted run, for an encoder with a task head and for text-to-text fine-tuning of an
+// encoder-decoder. Data: a generic TSV task made from the shipped Multi30k slice (does the caption name a man?).
+#include <gtest/gtest.h>
+
+#include <csignal>
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include "formats/task.pb.h"
+#include "lib/core/errors.h"
+#include "lib/core/interrupt.h"
+#include "lib/io/checkpoint_file.h"
+#include "lib/tasks/table.h"
+#include "lib/text/tokenizer.h"
+#include "lib/train/finetune.h"
+#include "tests/test_paths.h"
+
+namespace cabert::train {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FinetuneResumeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    const std::string slice = testing::source_dir() + "/tests/data/mt/multi30k-slice";
+    dir_ = new std::string(testing::temp_dir());
+    const std::string english = testing::read_text(slice + "/train.en");
+    testing::write_text(*dir_ + "/text.txt", english);
+    text::TokenizerTrainOptions t;
+    t.inputs = {*dir_ + "/text.txt"};
+    t.vocab_size = 300;
+    t.num_sentinels = 4;
+    t.model_prefix = *dir_ + "/tok";
+    text::train_tokenizer(t);
+    std::string train = "text\tlabel\n", dev = "text\tlabel\n";
+    size_t line_number = 0, start = 0;
+    while (start < english.size()) {
+      size_t end = english.find('\n', start);
+      if (end == std::string::npos) end = english.size();
+      const std::string line = english.substr(start, end - start);
+      start = end + 1;
+      if (line.empty()) continue;
+      const std::string row = line + "\t" + (line.find(" man ") != std::string::npos ? "man" : "other") + "\n";
+      (line_number++ < 48 ? train : dev) += row;
+      if (line_number == 64) break;
+    }
+    testing::write_text(*dir_ + "/train.tsv", train);
+    testing::write_text(*dir_ + "/dev.tsv", dev);
+  }
+  static void TearDownTestSuite() { delete dir_; }
+
+  FinetuneOptions options(const std::string& name, const std::string& preset) const {
+    FinetuneOptions o;
+    o.preset = preset;
+    o.tokenizer = *dir_ + "/tok.model";
+    o.model_dir = *dir_ + "/" + name;
+    o.epochs = 2;
+    o.batch_size = 8;  // 6 updates an epoch
+    o.lr = 1e-3;
+    o.log_every = 4;   // a TRAIN window spans the epoch's stop
+    o.max_length = 32;
+    o.eval_batch_size = 16;
+    return o;
+  }
+  tasks::TaskSource source() const {
+    tasks::TaskSource s;
+    s.task = "captions";
+    s.train = *dir_ + "/train.tsv";
+    s.dev = {*dir_ + "/dev.tsv"};
+    return s;
+  }
+
+  // Runs `o` until a SIGTERM right after update `update` of run `run` (Interrupted, last.cabert written), and
+  // leaves `o` set to resume it.
+  void stop_after(FinetuneOptions& o, int run, int64_t update) {
+    int runs_started = 0;
+    int64_t previous = 0;
+    o.after_step = [&runs_started, &previous, run, update](int64_t done) {
+      if (done < previous || previous == 0) ++runs_started;  // each run counts its updates from 1
+      previous = done;
+      if (runs_started == run + 1 && done == update) set_interrupt_for_testing(SIGTERM);
+    };
+    EXPECT_THROW(run_finetune(o, source()), Interrupted);
+    set_interrupt_for_testing(0);
+    o.after_step = nullptr;
+    o.resume = true;
+  }
+
+  static std::string* dir_;
+};
+std::string* FinetuneResumeTest::dir_ = nullptr;
+
+void expect_same_weights(const std::string& a, const std::string& b) {
+  io::Checkpoint x = io::load_checkpoint(a), y = io::load_checkpoint(b);
+  size_t compared = 0;
+  for (const auto& [name, tensor] : x.tensors) {
+    ASSERT_TRUE(y.tensors.count(name)) << b << " lacks " << name;
+    EXPECT_TRUE(torch::equal(tensor, y.tensors.at(name))) << a << " vs " << b << ": " << name;
+    ++compared;
+  }
+  EXPECT_EQ(compared, y.tensors.size());
+  EXPECT_GT(compared, 0u);
+}
+
+// Two records equal but for the wall clock, the model's name and its directory (metrics compared as maps: a
+// protobuf map serialises in any order).
+void expect_same_record(pb::TaskMetrics x, pb::TaskMetrics y, const std::string& what) {
+  for (auto* record : {&x, &y}) {
+    record->clear_seconds();
+    record->clear_checkpoint();
+    record->clear_model();
+  }
+  const std::map<std::string, double> x_metrics(x.metrics().begin(), x.metrics().end());
+  const std::map<std::string, double> y_metrics(y.metrics().begin(), y.metrics().end());
+  EXPECT_EQ(x_metrics, y_metrics) << what;
+  x.clear_metrics();
+  y.clear_metrics();
+  EXPECT_EQ(x.DebugString(), y.DebugString()) << what;
+}
+
+// The same records in the same order.
+void expect_same_records(const std::string& a, const std::string& b) {
+  auto x = testing::read_records<pb::TaskMetrics>(a, "cabert.pb.TaskMetrics");
+  auto y = testing::read_records<pb::TaskMetrics>(b, "cabert.pb.TaskMetrics");
+  ASSERT_EQ(x.size(), y.size());
+  for (size_t i = 0; i < x.size(); ++i) expect_same_record(x[i], y[i], "record " + std::to_string(i));
+}
+
+TEST_F(FinetuneResumeTest, AnEncoderStoppedMidEpochInEachRunResumesToTheUninterruptedRun) {
+  FinetuneOptions full = options("encoder-full", "bert-tiny-absolute");
+  full.runs = 2;
+  const FinetuneSummary reference = run_finetune(full, source());
+  ASSERT_EQ(reference.best_of_runs.size(), 2u);
+
+  FinetuneOptions stopped = options("encoder-stopped", "bert-tiny-absolute");
+  stopped.runs = 2;
+  stop_after(stopped, 0, 3);  // run 1, epoch 1, batch 3
+  const pb::CheckpointInfo last = io::read_checkpoint_info(stopped.model_dir + "/last.cabert");
+  EXPECT_EQ(last.position().run(), 0u);
+  EXPECT_EQ(last.position().epoch(), 1u);
+  EXPECT_EQ(last.position().batch(), 3u);
+  EXPECT_FALSE(fs::exists(stopped.model_dir + "/run-0/best.cabert"));
+  stop_after(stopped, 1, 8);  // the resumed call finishes run 1, then stops run 2 in epoch 2 (batch 2)
+  EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").position().run(), 1u);
+  EXPECT_EQ(io::read_checkpoint_info(stopped.model_dir + "/last.cabert").position().epoch(), 2u);
+  const FinetuneSummary resumed = run_finetune(stopped, source());
+
+  for (const char* file : {"best.cabert", "run-0/best.cabert", "run-1/best.cabert", "last.cabert"}) {
+    expect_same_weights(full.model_dir + "/" + file, stopped.model_dir + "/" + file);
+  }
+  expect_same_records(full.model_dir + "/metrics.cabert", stopped.model_dir + "/metrics.cabert");
+  ASSERT_EQ(resumed.best_of_runs.size(), reference.best_of_runs.size());
+  EXPECT_EQ(resumed.best_run, reference.best_run);
+  EXPECT_EQ(resumed.primary.mean, reference.primary.mean);
+  EXPECT_EQ(resumed.primary.sem, reference.primary.sem);
+}
+
+TEST_F(FinetuneResumeTest, TextToTextStoppedInTheSecondEpochResumesToTheUninterruptedRun) {
+  FinetuneOptions full = options("t5-full", "tay-lightconv-tiny");
+  run_finetune(full, source());
+  FinetuneOptions stopped = options("t5-stopped", "tay-lightconv-tiny");
+  stop_after(stopped, 0, 7);  // epoch 2, batch 1
+  run_finetune(stopped, source());
+  expect_same_weights(full.model_dir + "/best.cabert", stopped.model_dir + "/best.cabert");
+  expect_same_weights(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
+  expect_same_records(full.model_dir + "/metrics.cabert", stopped.model_dir + "/metrics.cabert");
+}
+
+// --resume with nothing to resume starts afresh; a finished run resumed trains nothing and reports the same; a
+// fresh start over an earlier fine-tuning removes its last.cabert with its other checkpoints.
+TEST_F(FinetuneResumeTest, ResumeWithoutLastStartsAfreshAndAFinishedRunTrainsNothing) {
+  FinetuneOptions o = options("directory", "bert-tiny-absolute");
+  o.epochs = 1;
+  o.resume = true;
+  const FinetuneSummary first = run_finetune(o, source());
+  ASSERT_TRUE(fs::exists(o.model_dir + "/last.cabert"));
+  EXPECT_EQ(io::read_checkpoint_info(o.model_dir + "/last.cabert").position().epoch(), 2u);
+  const FinetuneSummary again = run_finetune(o, source());
+  EXPECT_EQ(again.best_score, first.best_score);
+  ASSERT_EQ(again.best_of_runs.size(), 1u);
+  expect_same_record(again.best_of_runs[0], first.best_of_runs[0], "the run's best");
+  o.resume = false;
+  o.lr = 3e-4;
+  run_finetune(o, source());
+  EXPECT_EQ(io::read_checkpoint_info(o.model_dir + "/last.cabert").position().epoch(), 2u);
+  EXPECT_NE(io::read_checkpoint_info(o.model_dir + "/last.cabert").metadata().at("task").find("captions"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace cabert::train
