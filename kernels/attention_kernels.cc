@@ -94,11 +94,6 @@ std::atomic<CudaAttentionRoute> route{CudaAttentionRoute::kAuto};
 
 }  // namespace
 
-at::Tensor heads_last_empty(const at::Tensor& x) {
-  return at::empty({x.size(0), x.size(2), x.size(1), x.size(3)}, x.options()).transpose(1, 2);
-}
-at::Tensor heads_last(const at::Tensor& x) { return heads_last_empty(x).copy_(x); }
-
 void set_cuda_attention_route(CudaAttentionRoute r) { route = r; }
 CudaAttentionRoute cuda_attention_route() { return route; }
 CudaAttentionRoute parse_cuda_attention_route(const std::string& name) {

@@ -32,54 +32,11 @@
 #include <ATen/ATen.h>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 
-#include "kernels/dropout_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels {
-
-// Chang et al.'s weights: query_band = scale q.W^C + beta_h, key_band = scale k.W^K'.
-struct RelativeWeights {
-  at::Tensor query;  // W^C [2n+1, d] or undefined
-  at::Tensor beta;   // [N, 2n+1] or undefined
-  at::Tensor key;    // W^K' [2n+1, d] or undefined
-  bool any() const { return query.defined() || beta.defined() || key.defined(); }
-};
-
-struct AttentionInputs {
-  at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free
-  at::Tensor query_band;  // [B, N, T, 2n+1] or undefined
-  at::Tensor key_band;    // [B, N, T, 2n+1] or undefined
-  RelativeWeights weights;  // instead of the bands (both at once is a usage error)
-  at::Tensor key_mask;    // [B, T] bool (true = real key) or undefined
-  int64_t radius = 0;     // n
-  double scale = 1;
-  DropoutDraw dropout;
-  // Under autocast (--amp): its dtype (bfloat16), in which kernels/regions hands PyTorch's fused kernel the
-  // regions' operands (tensor cores, as SDPA under autocast), the rest in the inputs' float32. Unset: the
-  // inputs' dtype throughout. The other routes ignore it.
-  std::optional<at::ScalarType> fused_kernel_dtype;
-};
-
-struct AttentionOutputs {
-  at::Tensor out;        // [B, N, T, d], stored as [B, T, N, d] (out.transpose(1, 2) is contiguous)
-  at::Tensor logsumexp;  // [B, N, T], float or double like q: log sum_j exp(s_ij) over the real keys
-  at::Tensor rng;        // the dropout states of kernels/regions' fused regions for its backward, else undefined
-  // The bands a route other than the CPU's computed from the weights, for its backward; else undefined.
-  at::Tensor query_band, key_band;
-  bool tiled = false;  // the forward took kernels/cuda's tiles (`--cuda-attention tiles`): so does the backward
-};
-
-struct AttentionGrads {
-  at::Tensor q, k, v, query_band, key_band;   // the bands' undefined when the input had none (or had weights)
-  at::Tensor query_weight, beta, key_weight;  // the weights', when the input had them
-};
-
-// x [B, N, T, d] copied onto [B, T, N, d] storage: the layout of every route's outputs and gradients.
-at::Tensor heads_last(const at::Tensor& x);
-// An uninitialised [B, N, T, d] tensor like x on [B, T, N, d] storage.
-at::Tensor heads_last_empty(const at::Tensor& x);
 
 // CUDA's route: the regions (PyTorch's fused kernel; float only), the blocks (kernels/chunked: the reference's
 // dropout masks, slower) or the tiles (kTiles, below). Process-wide (`--cuda-attention`). kAuto, the default, is the
@@ -89,8 +46,12 @@ at::Tensor heads_last_empty(const at::Tensor& x);
 // regions' time on an H100 and 0.4x on an H200; at T=2048 (2^27) 1.5x and 1.3x. The bound, 2^25 (T=1024 there; about
 // 0.5 GiB of score tensors in a fwd+bwd), lies below the crossover these points put near T=1400-1500. kTiles:
 // kernels/cuda/attention_cuda_kernels.cuh, one kernel forward and two backward (float and double, head size up to 128,
-// the reference's dropout masks; the blocks take what it does not). Not yet run on a GPU, so not the default:
-// tests/kernels/attention_cuda_emulated_test.cc runs its kernels on the CPU.
+// the reference's dropout masks; the blocks take what it does not). All four stay (H200, 2026-11-29, fwd+bwd ms at
+// T=512 / 2048 / 8192): auto 1.45 / 8.93 / -, regions 4.19 / 9.23 / 94.97, blocks 3.01 / 10.93 / 168.09, tiles
+// 1.65 / 20.66 / 272.03. Auto is the fastest or level everywhere; the regions are auto's long-T route; the blocks'
+// code is CUDA's double path and the reference's masks in float (tests/gpu); the tiles need the least memory (454
+// MiB against the regions' 1999 at T=8192) but are 2.2-2.9x slower from T=2048, so opt-in.
+// tests/kernels/attention_cuda_emulated_test.cc runs the tiles' kernels on the CPU.
 enum class CudaAttentionRoute { kAuto, kRegions, kBlocks, kTiles };
 inline constexpr int64_t kAutoScoreEntries = int64_t(1) << 25;
 void set_cuda_attention_route(CudaAttentionRoute route);

@@ -10,7 +10,7 @@
 
 #include <ATen/ATen.h>
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels {
 

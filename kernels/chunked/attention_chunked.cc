@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "kernels/dropout_kernels.h"
 #include "kernels/key_mask_facts.h"
 #include "kernels/plain_aten.h"
 

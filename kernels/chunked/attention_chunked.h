@@ -24,7 +24,7 @@
 
 #include <cstdint>
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels::chunked {
 

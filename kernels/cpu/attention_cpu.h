@@ -14,7 +14,7 @@
 // gradient rows of the head it owns).
 #pragma once
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels::cpu {
 

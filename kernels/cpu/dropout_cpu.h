@@ -2,7 +2,9 @@
 // blocks at a time in vector lanes (kernels/cpu/philox_lanes.h), chunks of the tensor in parallel.
 #pragma once
 
-#include "kernels/dropout_kernels.h"
+#include <ATen/ATen.h>
+
+#include "kernels/dropout_draw.h"
 
 namespace cabert::kernels::cpu {
 

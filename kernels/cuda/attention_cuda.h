@@ -3,7 +3,7 @@
 // relative terms as bands. Compiled only when CABERT_WITH_CUDA is defined.
 #pragma once
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels::cuda {
 

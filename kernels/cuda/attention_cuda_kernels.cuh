@@ -33,7 +33,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 #include "kernels/conv_math.h"
 #include "kernels/key_mask_facts.h"
 #include "kernels/philox.h"

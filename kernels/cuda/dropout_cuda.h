@@ -2,7 +2,9 @@
 // has the scheme), on CUDA tensors. Compiled only when CABERT_WITH_CUDA is defined.
 #pragma once
 
-#include "kernels/dropout_kernels.h"
+#include <ATen/ATen.h>
+
+#include "kernels/dropout_draw.h"
 
 namespace cabert::kernels::cuda {
 

@@ -16,7 +16,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "kernels/dropout_kernels.h"
+#include "kernels/dropout_draw.h"
 #include "kernels/philox.h"
 
 namespace cabert::kernels::cuda::impl {

@@ -4,6 +4,7 @@
 
 #include <limits>
 
+#include "kernels/dropout_kernels.h"
 #include "kernels/reference/conv_reference.h"
 
 namespace cabert::kernels::reference {

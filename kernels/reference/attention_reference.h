@@ -4,7 +4,7 @@
 // fused kernel, so the two agree with dropout on.
 #pragma once
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels::reference {
 

@@ -31,7 +31,7 @@
 
 #include <cstdint>
 
-#include "kernels/attention_kernels.h"
+#include "kernels/attention_types.h"
 
 namespace cabert::kernels::regions {
 

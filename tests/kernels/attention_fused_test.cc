@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/dropout_kernels.h"
 #include "kernels/cpu/philox_lanes.h"
 #include "kernels/philox.h"
 #include "kernels/relative_bands.h"

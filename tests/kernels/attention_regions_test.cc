@@ -9,6 +9,7 @@
 #include <functional>
 
 #include "kernels/attention_kernels.h"
+#include "kernels/dropout_kernels.h"
 #include "kernels/reference/attention_reference.h"
 #include "kernels/regions/attention_regions.h"
 #include "lib/core/errors.h"
