@@ -1,24 +1,17 @@
-// CUDA kernels of the convolution-branch ops: same contracts as kernels/cpu/conv_cpu.h, on contiguous CUDA
-// tensors. Compiled only when CABERT_WITH_CUDA is defined; the per-element maths is kernels/conv_math.h.
+// CUDA kernels of the convolution-branch ops: the contract of kernels/conv_contract.h (shared with
+// kernels/cpu/conv_cpu.h) on contiguous CUDA tensors. Compiled only when CABERT_WITH_CUDA is defined; the
+// per-element maths is kernels/conv_math.h.
 #pragma once
 
-#include <ATen/ATen.h>
-
-#include <cstdint>
+#include "kernels/conv_contract.h"
 
 namespace cabert::kernels::cuda {
 
-at::Tensor grouped_conv_forward(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                                int64_t pad, const at::Tensor& mask);
-void grouped_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& weight, int64_t pad,
-                           const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_weight_per_channel);
-
-at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t pad, const at::Tensor& mask);
-void dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& kernels, int64_t pad,
-                           const at::Tensor& mask, at::Tensor& grad_x, at::Tensor& grad_kernels);
-
-at::Tensor relpos_expand(const at::Tensor& band, const at::Tensor& beta, int64_t batch, int64_t heads,
-                         int64_t length, int64_t radius);
-at::Tensor relpos_reduce(const at::Tensor& grad, int64_t radius);
+conv_contract::GroupedConvForward grouped_conv_forward;
+conv_contract::GroupedConvBackward grouped_conv_backward;
+conv_contract::DynamicConvForward dynamic_conv_forward;
+conv_contract::DynamicConvBackward dynamic_conv_backward;
+conv_contract::RelposExpand relpos_expand;
+conv_contract::RelposReduce relpos_reduce;
 
 }  // namespace cabert::kernels::cuda

@@ -18,40 +18,38 @@ using torch::autograd::variable_list;
 
 // The fused kernels compute their own backward; each Function saves its inputs (never an unfolded tensor). Each
 // forward is a named range in PyTorch's profiler (`bench --profile`); the backward shows as CppNode<...Function>.
-struct LightweightConvFunction : public torch::autograd::Function<LightweightConvFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& weight,
+
+// The per-head convolutions, lightweight (weight [H, K]) and dynamic (kernels [B, T, H, K]), have one autograd
+// Function: Op, a subclass naming the pair, gives its profiler range (kRange), its entry points (forward_kernel,
+// backward_kernel) and, as the CRTP type, its node's name (CppNode<LightweightConvFunction>).
+template <typename Op>
+struct HeadConvFunction : public torch::autograd::Function<Op> {
+  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& taps,
                                int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
-    RECORD_FUNCTION("cabert::lightweight_conv", c10::ArrayRef<const c10::IValue>{});
+    RECORD_FUNCTION(Op::kRange, c10::ArrayRef<const c10::IValue>{});
     const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
-    ctx->save_for_backward({x, weight, mask});
+    ctx->save_for_backward({x, taps, mask});
     ctx->saved_data["padding_left"] = padding_left;
-    return kernels::lightweight_conv_forward(x, weight, padding_left, mask);
+    return Op::forward_kernel(x, taps, padding_left, mask);
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
     kernels::ConvGrads grads =
-        kernels::lightweight_conv_backward(grad_outputs[0], saved[0], saved[1], ctx->saved_data["padding_left"].toInt(),
-                                           saved[2]);
+        Op::backward_kernel(grad_outputs[0], saved[0], saved[1], ctx->saved_data["padding_left"].toInt(), saved[2]);
     return {grads.x, grads.weight, torch::Tensor(), torch::Tensor()};
   }
 };
 
-struct DynamicConvFunction : public torch::autograd::Function<DynamicConvFunction> {
-  static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& x, const torch::Tensor& kernels,
-                               int64_t padding_left, const std::optional<torch::Tensor>& mask_arg) {
-    RECORD_FUNCTION("cabert::dynamic_conv", c10::ArrayRef<const c10::IValue>{});
-    const torch::Tensor mask = mask_arg.value_or(torch::Tensor());
-    ctx->save_for_backward({x, kernels, mask});
-    ctx->saved_data["padding_left"] = padding_left;
-    return kernels::dynamic_conv_forward(x, kernels, padding_left, mask);
-  }
-  static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
-    const variable_list saved = ctx->get_saved_variables();
-    kernels::ConvGrads grads =
-        kernels::dynamic_conv_backward(grad_outputs[0], saved[0], saved[1], ctx->saved_data["padding_left"].toInt(),
-                                       saved[2]);
-    return {grads.x, grads.weight, torch::Tensor(), torch::Tensor()};
-  }
+struct LightweightConvFunction : HeadConvFunction<LightweightConvFunction> {
+  static constexpr const char* kRange = "cabert::lightweight_conv";
+  static constexpr auto forward_kernel = &kernels::lightweight_conv_forward;
+  static constexpr auto backward_kernel = &kernels::lightweight_conv_backward;
+};
+
+struct DynamicConvFunction : HeadConvFunction<DynamicConvFunction> {
+  static constexpr const char* kRange = "cabert::dynamic_conv";
+  static constexpr auto forward_kernel = &kernels::dynamic_conv_forward;
+  static constexpr auto backward_kernel = &kernels::dynamic_conv_backward;
 };
 
 struct DepthwiseConvFunction : public torch::autograd::Function<DepthwiseConvFunction> {
