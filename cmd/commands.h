@@ -19,7 +19,7 @@ struct GlobalOptions {
   bool dump_options = false;
   bool quiet = false;
   bool tf32 = false;  // TF32 tensor cores for float32 products on CUDA (cuBLAS and cuDNN)
-  std::string cuda_attention = "auto";  // CUDA's composite attention in float: auto, regions or blocks
+  std::string cuda_attention = "auto";  // CUDA's composite attention route: auto, regions, blocks or tiles
   uint64_t max_line_bytes = uint64_t{1} << 20;
 };
 

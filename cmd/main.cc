@@ -128,13 +128,9 @@ int run(int argc, char** argv) {
   app.add_flag("--tf32", global.tf32,
                "On CUDA, let float32 matrix products and convolutions use TF32 tensor cores (faster, 10-bit "
                "mantissas; off: float32 throughout)");
+  // The routes' measurements and what auto picks: kernels/attention_kernels.h, docs/kernels.md.
   app.add_option("--cuda-attention", global.cuda_attention,
-                 "CUDA's composite attention in float: auto (the reference's T x T scores for problems of at most "
-                 "2^25 score entries B N T^2, where launches bound the fused routes; the regions beyond), regions "
-                 "(PyTorch's fused kernel on the regions beyond the radius; its own dropout masks), blocks (blocks "
-                 "of query rows; the reference's dropout masks, slower) or tiles (cabert's tiled CUDA kernels, float "
-                 "and double, head size up to 128; the reference's dropout masks; the least memory, but slower "
-                 "than the regions from T=2048 on an H200)")
+                 "CUDA composite attention: auto (the default, fastest measured), regions, blocks or tiles")
       ->capture_default_str();
   app.add_option("--log-format", global.log_format,
                  "text, or json: one JSON object per line (time, level, subcommand, message, progress fields)")
