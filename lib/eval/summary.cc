@@ -119,8 +119,9 @@ SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const Summar
       bests[task] = cell.best;
       table.cells[model][task] = std::move(cell);
     }
+    // One task's "GLUE" would repeat its score under another name: a model gets one from two tasks on.
     GlueScore glue = glue_score(scores, options.glue_with_wnli);
-    if (!glue.tasks.empty()) {
+    if (glue.task_count >= 2) {
       table.glue[model] = glue.score;
       table.glue_best[model] = glue_score(bests, options.glue_with_wnli).score;
       table.glue_tasks[model] = glue.tasks;

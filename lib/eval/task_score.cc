@@ -63,6 +63,7 @@ GlueScore glue_score(const std::map<std::string, double>& task_scores, bool with
     sum += (mnli.size() == 2 ? (mnli[0] + mnli[1]) / 2 : mnli[0]);
     ++count;
   }
+  result.task_count = count;
   result.score = count == 0 ? 0 : sum / count;
   return result;
 }

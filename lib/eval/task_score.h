@@ -25,6 +25,7 @@ bool is_glue_task(const std::string& task);
 struct GlueScore {
   double score = 0;
   std::vector<std::string> tasks;  // the tasks that were averaged
+  int task_count = 0;              // how many, MNLI-m and MNLI-mm counting as one
 };
 // Mean of the task scores of the GLUE tasks present in `task_scores` (others are ignored). MNLI-m and MNLI-mm
 // count as one task (their mean), as on the leaderboard. WNLI is left out unless `with_wnli`, as in the

@@ -4,7 +4,10 @@
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <cstring>
+#include <filesystem>
 #include <mutex>
+
+#include "lib/text/tokenizer.h"
 
 namespace cabert::train {
 
@@ -21,6 +24,16 @@ void set_torch_cpu_rng_state(const std::string& bytes) {
   auto generator = at::detail::getDefaultCPUGenerator();
   std::lock_guard<std::mutex> lock(generator.mutex());
   generator.set_state(state);
+}
+
+pb::CheckpointInfo fine_tuned_info(const pb::ModelConfig& config, const text::Tokenizer& tokenizer, int64_t update) {
+  pb::CheckpointInfo info;
+  info.set_kind("finetune");
+  *info.mutable_model() = config;
+  info.set_tokenizer(std::filesystem::absolute(tokenizer.path()).string());
+  info.set_tokenizer_checksum(tokenizer.checksum());
+  info.set_step(static_cast<uint64_t>(update));
+  return info;
 }
 
 }  // namespace cabert::train

@@ -285,12 +285,7 @@ class FinetuneEpochs : public EpochLearner {
   }
 
   pb::CheckpointInfo checkpoint_info(int epoch, int64_t update) const override {
-    pb::CheckpointInfo info;
-    info.set_kind("finetune");
-    *info.mutable_model() = setup_.config;
-    info.set_tokenizer(fs::absolute(setup_.tokenizer->path()).string());
-    info.set_tokenizer_checksum(setup_.tokenizer->checksum());
-    info.set_step(static_cast<uint64_t>(update));
+    pb::CheckpointInfo info = fine_tuned_info(setup_.config, *setup_.tokenizer, update);
     auto& metadata = *info.mutable_metadata();
     for (const auto& [key, value] : task_metadata(setup_.task.definition, source_, setup_.max_length, setup_.squad)) {
       metadata[key] = value;

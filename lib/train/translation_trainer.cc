@@ -10,12 +10,14 @@
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
+#include "lib/dist/communicator.h"
 #include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/eval/translation.h"
 #include "lib/io/checkpoint_file.h"
 #include "lib/io/record_file.h"
 #include "lib/models/seq2seq_model.h"
 #include "lib/ops/device.h"
+#include "lib/train/checkpoint.h"
 #include "lib/train/losses.h"
 #include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
@@ -23,7 +25,6 @@
 #include "lib/train/schedule.h"
 #include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
-#include "lib/dist/communicator.h"
 
 namespace fs = std::filesystem;
 
@@ -239,12 +240,7 @@ class TranslationLearner : public EpochLearner {
   }
 
   pb::CheckpointInfo checkpoint_info(int epoch, int64_t update) const override {
-    pb::CheckpointInfo info;
-    info.set_kind("finetune");
-    *info.mutable_model() = start_.config;
-    info.set_tokenizer(fs::absolute(start_.tokenizer->path()).string());
-    info.set_tokenizer_checksum(start_.tokenizer->checksum());
-    info.set_step(static_cast<uint64_t>(update));
+    pb::CheckpointInfo info = fine_tuned_info(start_.config, *start_.tokenizer, update);
     auto& m = *info.mutable_metadata();
     m["task"] = "translation";
     m["task_name"] = data_.task_name;

@@ -40,6 +40,7 @@ TEST(TaskScore, GlueScoreAveragesMnliAndSkipsWnli) {
   GlueScore glue = glue_score(scores);
   EXPECT_NEAR(glue.score, 221.0 / 3, 1e-12);
   EXPECT_EQ(glue.tasks, (std::vector<std::string>{"CoLA", "SST-2", "MNLI-m", "MNLI-mm"}));
+  EXPECT_EQ(glue.task_count, 3);  // MNLI-m and MNLI-mm are one task
   EXPECT_NEAR(glue_score(scores, /*with_wnli=*/true).score, 231.0 / 4, 1e-12);
 }
 
@@ -61,19 +62,19 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
   EXPECT_NEAR(sst.score, 82.0, 1e-9);
   EXPECT_NEAR(sst.sem, 2.0, 1e-9);  // sd of {80, 84} = 2.83, / sqrt(2) = 2
   EXPECT_NEAR(table.glue["small"], (30.0 + 82.0) / 2, 1e-9);
-  EXPECT_NEAR(table.glue["base"], 50.0, 1e-9);
+  EXPECT_EQ(table.glue.count("base"), 0u);  // CoLA alone: a "GLUE" of one task would repeat it
 
   EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options),
             "| model | CoLA | SST-2 | imdb | GLUE |\n"
             "|---|---:|---:|---:|---:|\n"
             "| small | 30.0 | 82.0 ± 2.0 | - | 56.0 |\n"
-            "| base | 50.0 | - | 70.0 | 50.0 |\n"
-            "\nGLUE: mean of the task scores over the GLUE tasks each model has (MNLI-m/-mm count as one task; "
+            "| base | 50.0 | - | 70.0 | - |\n"
+            "\nGLUE: mean of the task scores over CoLA, SST-2 (MNLI-m/-mm count as one task; "
             "WNLI left out; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)\n");
   EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options),
             "model\tCoLA\tSST-2\timdb\tGLUE\n"
             "small\t30.0\t82.0 +- 2.0\t-\t56.0\n"
-            "base\t50.0\t-\t70.0\t50.0\n");
+            "base\t50.0\t-\t70.0\t-\n");
   auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
   EXPECT_EQ(json["models"][1]["model"], "base");
   EXPECT_NEAR(json["models"][0]["tasks"]["SST-2"]["score"].get<double>(), 82.0, 1e-9);
@@ -91,6 +92,27 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
   options.aggregate = RunAggregate::kBest;
   SummaryTable best = summarize(records, options);
   EXPECT_NEAR(best.cells["small"]["SST-2"].score, 84.0, 1e-9);
+}
+
+// A "GLUE" of one task repeats that task's score: the column needs two GLUE tasks (MNLI-m/-mm are one).
+TEST(Summary, OneGlueTaskGetsNoGlueColumn) {
+  SummaryOptions options;
+  for (const auto& tasks : std::vector<std::vector<std::string>>{{"SST-2"}, {"MNLI-m", "MNLI-mm"}}) {
+    std::vector<pb::TaskMetrics> records;
+    for (const auto& task : tasks) records.push_back(record("m", task, {{"accuracy", 0.8}}));
+    records.push_back(record("m", "imdb", {{"accuracy", 0.7}, {"macro_f1", 0.7}}));
+    const SummaryTable table = summarize(records, options);
+    EXPECT_TRUE(table.glue.empty()) << tasks.front();
+    EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options).find("GLUE"), std::string::npos)
+        << tasks.front();
+  }
+  std::vector<pb::TaskMetrics> two = {record("m", "SST-2", {{"accuracy", 0.8}}), record("m", "RTE", {{"accuracy", 0.6}})};
+  EXPECT_NEAR(summarize(two, options).glue.at("m"), 70.0, 1e-9);
+  two.push_back(record("n", "SST-2", {{"accuracy", 0.7}}));
+  two.push_back(record("n", "CoLA", {{"mcc", 0.2}}));
+  EXPECT_NE(render_summary(summarize(two, options), SummaryFormat::kMarkdown, options)
+                .find("GLUE: mean of the task scores over the GLUE tasks each model has"),
+            std::string::npos);
 }
 
 TEST(Summary, MeanAndBestIsThePapersLayout) {
