@@ -33,6 +33,7 @@ void add_build_corpus(CLI::App& app) {
     options->inputs = expand_inputs(options->inputs);
     options->input_format = text::parse_text_format(*input_format);
     options->seed = global_options().seed;
+    options->threads = at::get_num_threads();  // --threads, resolved by cmd/main.cc
     data::CorpusStats stats = data::build_corpus(*options);
     log_info("build-corpus: ", stats.documents, " documents, ", stats.sentences, " sentences -> ", stats.examples,
              " examples (", stats.tokens, " tokens, ", stats.truncated_sentences, " sentences truncated) in ",

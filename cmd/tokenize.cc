@@ -8,6 +8,7 @@
 #include "lib/core/interrupt.h"
 #include "lib/core/log.h"
 #include "lib/core/progress.h"
+#include "lib/data/text_encoder.h"
 #include "lib/io/record_file.h"
 #include "lib/text/text_source.h"
 #include "lib/text/tokenizer.h"
@@ -34,28 +35,12 @@ void run_train(TrainFlags& flags) {
 }
 
 void run_encode(const EncodeFlags& flags) {
-  text::Tokenizer tokenizer(flags.model);
-  text::LineReader reader(flags.input);
-  io::RecordWriter writer(flags.output, "cabert.pb.TokenizedText", text::tokenizer_metadata(tokenizer));
-  Progress progress("tokenize encode", "lines", 0);
-  pb::TokenizedText record;
-  std::string line;
-  uint64_t tokens = 0;
-  while (reader.next_utf8(&line)) {
-    record.Clear();
-    record.set_line(reader.line_number());
-    for (int id : tokenizer.encode(line)) record.add_ids(id);
-    tokens += record.ids_size();
-    writer.write(record);
-    if ((reader.line_number() & 1023) == 0) {
-      throw_if_interrupted();
-      progress.update(reader.line_number());
-    }
-  }
-  throw_if_interrupted();
-  writer.close();
-  progress.update(reader.line_number());
-  progress.finish(str(tokens, " tokens"));
+  data::EncodeTextOptions options;
+  options.model = flags.model;
+  options.input = flags.input;
+  options.output = flags.output;
+  options.threads = at::get_num_threads();  // --threads, resolved by cmd/main.cc
+  data::encode_text(options);
 }
 
 void run_decode(const EncodeFlags& flags) {
@@ -113,7 +98,7 @@ void add_tokenize(CLI::App& app) {
   });
 
   auto encode_flags = std::make_shared<EncodeFlags>();
-  CLI::App* encode = tokenize->add_subcommand("encode", "Text lines -> token records (one record per line)");
+  CLI::App* encode = tokenize->add_subcommand("encode", "Text lines -> token records (one record per line; --threads workers, output the same for any count)");
   encode->add_option("-m,--model", encode_flags->model, "SentencePiece .model")->required();
   encode->add_option("-i,--input", encode_flags->input, "Text ('-' = stdin)")->capture_default_str();
   encode->add_option("-o,--output", encode_flags->output, "Token records ('-' = stdout)")->capture_default_str();

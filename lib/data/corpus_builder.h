@@ -1,6 +1,6 @@
 // `cabert build-corpus`: sentences (raw text, tokenized on the fly, or token records from `tokenize
 // encode`) -> packed pre-training examples, shuffled with the seed through a bounded buffer and spread
-// over shards. Masking is not baked in: pre-training draws it at training time.
+// over shards (text is tokenized by several threads, see CorpusOptions::threads). Masking is not baked in: pre-training draws it at training time.
 #pragma once
 
 #include <cstdint>
@@ -21,6 +21,11 @@ struct CorpusOptions {
   uint32_t frame_records = 0;   // > 0: records per frame, the unit data-parallel ranks share (else ~1 MiB)
   size_t shuffle_buffer = 100000;
   uint64_t seed = 42;
+  // Text inputs: one thread reads sentences, `threads` workers tokenize them in chunks of `chunk_sentences`
+  // (a chunk also ends after 1 MiB of text), the packer takes them in input order: the shards are
+  // byte-identical for any thread count. 1: everything on the calling thread.
+  int threads = 1;
+  size_t chunk_sentences = 4096;
 };
 
 struct CorpusStats {

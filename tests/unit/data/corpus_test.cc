@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <random>
 #include <set>
@@ -167,6 +168,57 @@ TEST_F(CorpusBuilderTest, SameSeedSameShardsAndShardsPartitionTheExamples) {
   second.ParseFromString(a[1]);
   EXPECT_FALSE(first.document() == 0 && first.first_sentence() == 0 && second.first_sentence() > 0 &&
                second.document() == 0);
+}
+
+TEST_F(CorpusBuilderTest, OneTwoAndThreeThreadsWriteTheSameShards) {
+  std::string dir = temp_dir();
+  auto run = [&](const std::string& name, int threads, size_t chunk_sentences) {
+    CorpusOptions o = options(dir + "/" + name, 5, 3);
+    o.inputs.push_back(source_dir() + "/recipes/quickstart/data/gutenberg/pg1232.txt");
+    o.threads = threads;
+    o.chunk_sentences = chunk_sentences;
+    CorpusStats stats = build_corpus(o);
+    std::vector<std::vector<std::string>> shards;
+    for (const auto& shard : stats.outputs) shards.push_back(read_shard(shard));
+    EXPECT_EQ(stats.documents, 2u);
+    return std::make_pair(stats.examples, shards);
+  };
+  auto expected = run("one", 1, 4096);
+  EXPECT_GT(expected.first, 300u);
+  for (int threads : {1, 2, 3}) {
+    for (size_t chunk : {size_t{5}, size_t{4096}}) {  // 5: hundreds of chunks, many in flight at once
+      EXPECT_EQ(run(str("t", threads, "c", chunk), threads, chunk), expected)
+          << threads << " threads, chunks of " << chunk << " sentences";
+    }
+  }
+}
+
+TEST_F(CorpusBuilderTest, AnInvalidUtf8LineIsReportedAtItsLineForAnyThreadCount) {
+  std::string dir = temp_dir();
+  {
+    std::ofstream out(dir + "/latin1.txt", std::ios::binary);
+    for (int i = 1; i < 300; ++i) out << "Sentence " << i << ".\n";
+    out << "caf\xE9 au lait\n";  // line 300, Latin-1
+  }
+  std::vector<std::string> messages;
+  for (int threads : {1, 2, 3}) {
+    CorpusOptions o = options(dir + "/c" + std::to_string(threads), 5, 1);
+    o.inputs = {dir + "/latin1.txt"};
+    o.input_format = text::TextFormat::kLines;
+    o.threads = threads;
+    o.chunk_sentences = 8;
+    try {
+      build_corpus(o);
+      ADD_FAILURE() << "no error with " << threads << " threads";
+    } catch (const DataError& error) {
+      messages.push_back(error.what());
+    }
+    EXPECT_FALSE(std::filesystem::exists(o.output));
+  }
+  ASSERT_EQ(messages.size(), 3u);
+  EXPECT_NE(messages[0].find("latin1.txt:300: invalid UTF-8"), std::string::npos) << messages[0];
+  EXPECT_EQ(messages[1], messages[0]);
+  EXPECT_EQ(messages[2], messages[0]);
 }
 
 TEST_F(CorpusBuilderTest, HeaderRecordsTheTokenizerAndTheSettings) {
