@@ -3,6 +3,7 @@
 //   cabert export --from-hf DIR -o CKPT            a HF BERT / ELECTRA / ConvBERT directory -> cabert checkpoint
 //   cabert export --model CKPT --pictures DIR      kernels, attention maps, SDConv kernels (--sentence)
 //   cabert export --metrics FILE... --pictures DIR training and dev curves, runs overlaid
+//   cabert export --metrics FILE... --tensorboard DIR   the same records as TensorBoard event files
 #include <filesystem>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "lib/interop/export_model.h"
 #include "lib/interop/import_model.h"
 #include "lib/io/checkpoint_lookup.h"
+#include "lib/io/tensorboard_metrics.h"
 #include "lib/pictures/curve_pictures.h"
 #include "lib/pictures/kernel_pictures.h"
 #include "lib/pictures/sentence_pictures.h"
@@ -26,7 +28,7 @@ namespace {
 
 struct ExportFlags {
   std::string model, from_hf, output, tokenizer;
-  std::string pictures, sentence;
+  std::string pictures, sentence, tensorboard;
   std::vector<std::string> metrics, labels;
   int64_t max_tokens = 48;
   int64_t max_offset = 8;
@@ -79,7 +81,24 @@ void draw_pictures(const ExportFlags& flags) {
   for (const auto& path : pictures::write_figures(figures, flags.pictures)) log_info("export: drew ", path);
 }
 
+void write_tensorboard(const ExportFlags& flags) {
+  if (flags.metrics.empty()) throw UsageError("--tensorboard needs --metrics FILE... (metrics.cabert of runs)");
+  if (!flags.labels.empty() && flags.labels.size() != flags.metrics.size()) {
+    throw UsageError(str("--labels: expected one label per --metrics file (", flags.metrics.size(), "), got ",
+                         flags.labels.size()));
+  }
+  std::vector<io::TensorboardRun> runs;
+  for (size_t i = 0; i < flags.metrics.size(); ++i) {
+    runs.push_back({flags.metrics[i], flags.labels.empty() ? "" : flags.labels[i]});
+  }
+  for (const auto& path : io::export_tensorboard(runs, flags.tensorboard)) log_info("export: wrote ", path);
+}
+
 void run_export(const ExportFlags& flags) {
+  if (!flags.tensorboard.empty()) {
+    write_tensorboard(flags);
+    if (flags.pictures.empty() && flags.output.empty()) return;
+  }
   if (!flags.pictures.empty()) {
     if (flags.model.empty() && flags.metrics.empty()) {
       throw UsageError("--pictures needs --model CKPT (kernels, --sentence maps) or --metrics FILE... (curves)");
@@ -87,8 +106,8 @@ void run_export(const ExportFlags& flags) {
     if (!flags.from_hf.empty()) throw UsageError("--pictures draws a cabert checkpoint: import it first");
     draw_pictures(flags);
     if (flags.output.empty()) return;
-  } else if (!flags.sentence.empty() || !flags.metrics.empty()) {
-    throw UsageError("--sentence and --metrics need --pictures DIR");
+  } else if (!flags.sentence.empty() || (!flags.metrics.empty() && flags.tensorboard.empty())) {
+    throw UsageError("--sentence and --metrics need --pictures DIR (--metrics: or --tensorboard DIR)");
   }
   if (!flags.from_hf.empty()) {
     if (!flags.model.empty()) throw UsageError("give either --model CKPT (export) or --from-hf DIR (import), not both");
@@ -140,11 +159,16 @@ void add_export(CLI::App& app) {
   CLI::Option* sentence = command->add_option("--sentence", flags->sentence,
                                               "Pictures: the sentence for attention maps and dynamic kernels");
   CLI::Option* metrics =
-      command->add_option("--metrics", flags->metrics, "Pictures: metrics.cabert files of pretrain / finetune runs")
+      command->add_option("--metrics", flags->metrics,
+                          "Pictures and --tensorboard: metrics.cabert files of pretrain / finetune runs")
           ->expected(1, -1);
   // Options of one kind of picture are refused without it (they were ignored silently): "--labels requires
   // --metrics", "--max-tokens requires --sentence", "--sentence requires --model".
-  command->add_option("--labels", flags->labels, "Pictures: a legend label per --metrics file")
+  command->add_option("--tensorboard", flags->tensorboard,
+                      "Write the --metrics files' records as TensorBoard event files under DIR/<label> (label: "
+                      "--labels, else the file's directory name)");
+  command->add_option("--labels", flags->labels,
+                      "Pictures: a legend label per --metrics file; --tensorboard: the run's name")
       ->expected(1, -1)
       ->needs(metrics);
   command->add_option("--max-tokens", flags->max_tokens, "Pictures: tokens of --sentence kept, [CLS]/[SEP] included")

@@ -41,10 +41,11 @@ if ! "$venv/bin/python" -c "import torch" 2>/dev/null; then
   "$venv/bin/pip" install --quiet "$torch_spec"
 fi
 # Python packages the tests compare cabert's files with (safetensors' own reader, Hugging Face transformers'
-# BERT / ELECTRA / ConvBERT classes for `cabert export`); cabert itself never uses them.
-if ! "$venv/bin/python" -c "import safetensors, numpy, transformers" 2>/dev/null; then
-  echo "setup: installing safetensors, numpy and transformers into $venv (test cross-checks)" >&2
-  "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy "transformers==5.23.0"
+# BERT / ELECTRA / ConvBERT classes for `cabert export`, TensorBoard's event reader for --tensorboard); cabert
+# itself never uses them.
+if ! "$venv/bin/python" -c "import safetensors, numpy, transformers, tensorboard" 2>/dev/null; then
+  echo "setup: installing safetensors, numpy, transformers and tensorboard into $venv (test cross-checks)" >&2
+  "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy "transformers==5.23.0" "tensorboard==2.21.0"
 fi
 
 # CABERT_SETUP_BUILD=0: packages and .venv only (scripts/sanitize.sh and scripts/fuzz.sh build elsewhere).

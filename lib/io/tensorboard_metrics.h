@@ -1,0 +1,39 @@
+// cabert's training records as TensorBoard summaries: one mapping, used by `export --metrics FILE...
+// --tensorboard DIR` for finished runs and by the --tensorboard DIR of pretrain / finetune for live ones, so the
+// two give the same tags at the same steps.
+//
+//   pb::MetricsRecord (pretrain)  every value under "<phase>/<name>": "train/loss", "train/lr", "eval/mlm_loss", ...
+//   pb::TaskMetrics (finetune)    TRAIN: "train/loss"; EPOCH: "dev/<task>/<metric>", "dev/<task>/score" and
+//                                 "train/epoch_loss" at the epoch's step; BEST_OF_RUN: text "best/<task>"
+//   the file's header             text "run/options" at step 0 (version, command line, resolved config)
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "formats/header.pb.h"
+#include "formats/metrics.pb.h"
+#include "formats/task.pb.h"
+#include "lib/io/tensorboard_writer.h"
+
+namespace cabert::io {
+
+// Markdown for TensorBoard's text plugin: the producer's version, the command line and the resolved config
+// (code blocks, so the plugin shows them as written).
+std::string run_options_markdown(const pb::Header& header);
+
+// wall_time: seconds since the Unix epoch (the run's start plus the record's own seconds).
+void write_summary(TensorboardWriter& writer, const pb::MetricsRecord& record, double wall_time);
+void write_summary(TensorboardWriter& writer, const pb::TaskMetrics& record, double wall_time);
+
+struct TensorboardRun {
+  std::string metrics;  // a metrics.cabert of pretrain or finetune
+  std::string label;    // the TensorBoard run (a subdirectory of the output); "" = the file's directory name
+};
+
+// Writes an event file per run (per --runs N run of a fine-tuning file) under dir/<label>[/run-<k>]; returns
+// their paths. Each file starts with a restart at step 0, so exporting a run again replaces, in TensorBoard's
+// view, what an earlier export wrote there.
+std::vector<std::string> export_tensorboard(const std::vector<TensorboardRun>& runs, const std::string& dir);
+
+}  // namespace cabert::io
