@@ -44,6 +44,7 @@ void run_translation(FinetuneCommand& command, const CLI::App& sub) {
   t.tokenizer = o.tokenizer;
   t.model_dir = o.model_dir;
   t.name = o.name;
+  t.tensorboard = o.tensorboard;
   if (!o.init_from_task.empty()) t.init = o.init_from_task;
   if (!s.train.empty()) {
     t.data = s.train;
@@ -126,6 +127,9 @@ void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& o = command->options;
   sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, last.cabert, metrics.cabert)")->required();
   sub->add_option("--name", o.name, "Model name in metrics records (default: the model directory's name)");
+  sub->add_option("--tensorboard", o.tensorboard,
+                  "Also write the metrics records as TensorBoard event files into this directory (rank 0; a resumed "
+                  "run continues the curves)");
   sub->add_option("--lr", o.lr, "Peak learning rate (default: Chang et al. Table 5 for the task)");
   sub->add_option("--epochs", o.epochs, "Epochs (default by task: 3; RTE/STS-B 10; MNLI/QQP 4; SQuAD 2)");
   sub->add_option("--batch-size", o.batch_size, "Batch size (default 32; MNLI/QQP 128)");

@@ -102,6 +102,9 @@ void add_pretrain(CLI::App& app) {
   sub->add_option("--set", flags->sets, "Override a config field: a.b=value (repeatable)");
   sub->add_option("--corpus", o.corpus, "Pre-training shards from `cabert build-corpus` (files or directories)");
   sub->add_option("--model-dir", o.model_dir, "Directory for checkpoints and metrics.cabert");
+  sub->add_option("--tensorboard", o.tensorboard,
+                  "Also write the metrics records as TensorBoard event files into this directory (rank 0; a resumed "
+                  "run continues the curves)");
   sub->add_option("--objective", flags->objective,
                   "mlm or electra (encoders), span-corruption (encoder-decoders: tay-*, wu-*, transformer-*)")
       ->capture_default_str();

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <set>
+#include <utility>
 
 #include "lib/core/errors.h"
 #include "lib/io/record_file.h"
@@ -118,7 +119,7 @@ std::vector<std::string> export_tensorboard(const std::vector<TensorboardRun>& r
       std::map<uint32_t, std::unique_ptr<TensorboardWriter>> writers;
       for (const auto& each : records) {
         auto& writer = writers[each.run()];
-        if (!writer) writer = open(last_run > 0 ? (fs::path(label) / str("run-", each.run() + 1)).string() : label);
+        if (!writer) writer = open(last_run > 0 ? (fs::path(label) / str("run-", each.run())).string() : label);
         write_summary(*writer, each, start + each.seconds());
       }
       if (records.empty()) open(label);
@@ -129,5 +130,33 @@ std::vector<std::string> export_tensorboard(const std::vector<TensorboardRun>& r
   }
   return files;
 }
+
+TensorboardLog::TensorboardLog(std::string dir, const pb::Header& header, std::string model_config,
+                               int64_t resume_step, uint32_t resume_run, uint32_t runs)
+    : dir_(std::move(dir)),
+      options_(run_options_markdown(header) + "\nModel config:\n\n" + code_block(model_config)),
+      resume_step_(resume_step),
+      resume_run_(resume_run),
+      runs_(std::max<uint32_t>(runs, 1)) {
+  writer(resume_step_ >= 0 ? resume_run_ : 0);  // the file exists (and shows the options) from the start
+}
+
+TensorboardWriter& TensorboardLog::writer(uint32_t run) {
+  auto& writer = writers_[run];
+  if (!writer) {
+    writer = std::make_unique<TensorboardWriter>(runs_ > 1 ? (fs::path(dir_) / str("run-", run)).string() : dir_);
+    if (resume_step_ >= 0 && run == resume_run_) {
+      writer->session_start(resume_step_ + 1);
+      writer->text("run/options", resume_step_ + 1, options_);
+    } else {
+      writer->text("run/options", 0, options_);
+    }
+  }
+  return *writer;
+}
+
+void TensorboardLog::add(const pb::MetricsRecord& record) { write_summary(writer(0), record, unix_seconds()); }
+
+void TensorboardLog::add(const pb::TaskMetrics& record) { write_summary(writer(record.run()), record, unix_seconds()); }
 
 }  // namespace cabert::io

@@ -19,6 +19,7 @@
 #include "lib/eval/task_score.h"
 #include "lib/eval/text_to_text.h"
 #include "lib/io/record_file.h"
+#include "lib/io/tensorboard_metrics.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/encoder_learner.h"
@@ -522,6 +523,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
   }
   std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
+  std::unique_ptr<io::TensorboardLog> tensorboard;    // rank 0's, with --tensorboard
   double seconds_before = 0;
   if (main_rank) {
     // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job); a
@@ -533,6 +535,12 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
         std::map<std::string, std::string>{{"task", setup.task.definition.name}, {"model", model_name(options)}},
         appended);
     seconds_before = write_records(resume.carried, *metrics_writer);
+    if (!options.tensorboard.empty()) {
+      tensorboard = std::make_unique<io::TensorboardLog>(
+          options.tensorboard, metrics_writer->header(), config::config_to_text(setup.config),
+          resume.active ? static_cast<int64_t>(resume.position.update()) : -1, resume.position.run(),
+          static_cast<uint32_t>(options.runs));
+    }
   }
   const RunClock clock(seconds_before);
   RunContext context{options, source, setup, communicator, device, resume, last_path,
@@ -540,6 +548,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
                        if (!main_rank) return;
                        metrics_writer->write(record);
                        metrics_writer->flush();
+                       if (tensorboard) tensorboard->add(record);
                      },
                      clock};
   std::vector<RunOutcome> runs;

@@ -49,6 +49,7 @@ struct FinetuneOptions {
   std::string init_from_task;  // or: a fine-tuned checkpoint (e.g. MNLI) whose encoder is reused, head fresh
   std::string tokenizer;       // required with --preset; else must match the checkpoint's
   std::string model_dir, name;
+  std::string tensorboard;  // --tensorboard DIR: rank 0 also writes the metrics records as TensorBoard events
   double lr = 0;               // 0 = task default
   int epochs = 0, batch_size = 0;
   double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;

@@ -5,10 +5,12 @@
 #include "formats/metrics.pb.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
+#include "lib/config/model_config_text.h"
 
 namespace cabert::train {
 
-MetricsLog::MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step) {
+MetricsLog::MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step,
+                       const std::string& tensorboard_dir) {
   io::WriterOptions options;
   options.appended = true;
   // A new file is written beside the old one and replaces it at the first flush, so the old records can be
@@ -17,6 +19,10 @@ MetricsLog::MetricsLog(const std::string& path, const pb::ModelConfig& config, i
                                                std::map<std::string, std::string>{{"model", config.name()}}, options);
   if (keep_until_step >= 0 && std::filesystem::exists(path)) carry_over(path, static_cast<uint64_t>(keep_until_step));
   writer_->flush();
+  if (!tensorboard_dir.empty()) {
+    tensorboard_ = std::make_unique<io::TensorboardLog>(tensorboard_dir, writer_->header(),
+                                                        config::config_to_text(config), keep_until_step);
+  }
 }
 
 MetricsLog::~MetricsLog() {
@@ -53,6 +59,7 @@ void MetricsLog::add(const std::string& phase, uint64_t step, double wall, const
   for (const auto& [k, v] : values) (*record.mutable_values())[k] = v;
   writer_->write(record);
   writer_->flush();
+  if (tensorboard_) tensorboard_->add(record);
 }
 
 void MetricsLog::close() {

@@ -12,13 +12,16 @@
 
 #include "formats/model.pb.h"
 #include "lib/io/record_file.h"
+#include "lib/io/tensorboard_metrics.h"
 
 namespace cabert::train {
 
 class MetricsLog {
  public:
   // keep_until_step >= 0 (resume): the records of the existing file up to that step are carried over.
-  MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step = -1);
+  // tensorboard_dir: also write every record to TensorBoard event files there (io::TensorboardLog).
+  MetricsLog(const std::string& path, const pb::ModelConfig& config, int64_t keep_until_step = -1,
+             const std::string& tensorboard_dir = "");
   // Writes the footer when close() was not called (an error or a signal ended the run); a process killed
   // outright leaves the file without one, which readers accept (io::RecordReader::unfinished()).
   ~MetricsLog();
@@ -34,6 +37,7 @@ class MetricsLog {
   void carry_over(const std::string& path, uint64_t until_step);
 
   std::unique_ptr<io::RecordWriter> writer_;
+  std::unique_ptr<io::TensorboardLog> tensorboard_;
   double carried_wall_seconds_ = 0;
 };
 

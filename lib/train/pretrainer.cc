@@ -499,7 +499,7 @@ PretrainResult run_pretraining(const PretrainOptions& options) {
   std::unique_ptr<MetricsLog> metrics;  // rank 0's; a resumed run carries the records up to its checkpoint over
   if (main_rank) {
     metrics = std::make_unique<MetricsLog>((fs::path(options.model_dir) / "metrics.cabert").string(), config,
-                                           resumed ? step : -1);
+                                           resumed ? step : -1, options.tensorboard);
   }
   PretrainState state{options, communicator, config, corpus, objectives, optimizer, stream, rng, adam.lr, warmup};
   train_steps(state, step, held_out, metrics.get(), result);

@@ -24,6 +24,7 @@ struct PretrainOptions {
   pb::ModelConfig model;              // resolved config (vocab size is taken from the corpus when it says)
   std::vector<std::string> corpus;    // shard files
   std::string model_dir;
+  std::string tensorboard;            // --tensorboard DIR: rank 0 also writes TensorBoard event files there
   Objective objective = Objective::kMlm;
   int64_t steps = 1000;               // total optimizer updates
   int64_t batch_size = 32;            // examples per micro-batch

@@ -18,7 +18,7 @@ const std::set<std::string>& operational_options() {
       "allow-changed-options", "config",     "device",    "dist-timeout",   "dry-run",  "dump-config",
       "dump-options",          "eval-every", "keep-checkpoints", "kernels",  "list-presets", "log-every",
       "log-file",              "log-format", "log-level", "max-line-bytes", "model-dir", "nproc",
-      "quiet",                 "resume",     "save-every", "threads"};
+      "quiet",                 "resume",     "save-every", "tensorboard", "threads"};
   return names;
 }
 

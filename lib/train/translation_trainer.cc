@@ -15,6 +15,7 @@
 #include "lib/eval/translation.h"
 #include "lib/io/checkpoint_file.h"
 #include "lib/io/record_file.h"
+#include "lib/io/tensorboard_metrics.h"
 #include "lib/models/seq2seq_model.h"
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
@@ -418,9 +419,16 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   io::RecordWriter metrics(summary.metrics_path, "cabert.pb.TaskMetrics",
                            {{"task", data.task_name}, {"model", model_name(options)}}, appended);
   const RunClock clock(write_records(carried, metrics));
+  std::unique_ptr<io::TensorboardLog> tensorboard;
+  if (!options.tensorboard.empty()) {
+    tensorboard = std::make_unique<io::TensorboardLog>(options.tensorboard, metrics.header(),
+                                                       config::config_to_text(start.config),
+                                                       resuming ? static_cast<int64_t>(position.update()) : -1);
+  }
   auto append_metrics = [&](const pb::TaskMetrics& record) {
     metrics.write(record);
     metrics.flush();
+    if (tensorboard) tensorboard->add(record);
   };
 
   TranslationLearner learner(options, start, data, model, device);

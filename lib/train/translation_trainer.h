@@ -29,6 +29,7 @@ struct TranslationTrainOptions {
   std::vector<std::string> set_overrides;
   std::string tokenizer;  // required with --preset; else must match the checkpoint's
   std::string model_dir, name;
+  std::string tensorboard;  // --tensorboard DIR: the metrics records also as TensorBoard events
   std::string data;                     // directory of SPLIT.LANG files, or a TSV of training pairs
   std::string train_split = "train", dev_split = "val";
   std::string dev;                      // a TSV of dev pairs (else dev_split of `data`)

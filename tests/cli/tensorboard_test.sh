@@ -1,0 +1,100 @@
+# --tensorboard DIR (issue 61 item 1): pretrain's and finetune's event files, read with the `tensorboard` package's
+# own EventAccumulator, hold every record of metrics.cabert under its tag and step with its value (float32), while
+# the job runs, after a kill -9 and a --resume (each step once, the resumed run's values), with the run's options
+# and model config as text; `export --metrics --tensorboard` gives the same scalars. Skipped (77) when
+# $CABERT_PYTHON lacks the package (scripts/setup.sh installs it).
+source "$(dirname "$0")/lib.sh"
+python=${CABERT_PYTHON:-}
+if [ -z "$python" ] || ! "$python" -c "import tensorboard" 2> /dev/null; then
+  echo "skipped: CABERT_PYTHON unset or without the tensorboard package"
+  exit 77
+fi
+
+# check_events EVENTS_DIR METRICS_JSON [min_train_steps]: the scalars equal the records (inspect --json lines).
+check_events() {
+  "$python" - "$@" <<'PY' 2> "$work/check.err" || fail "$(cat "$work/check.err")"
+import json, struct, sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0, 'tensors': 0})
+acc.Reload()
+f32 = lambda v: struct.unpack('f', struct.pack('f', v))[0]
+expected = {}
+for line in open(sys.argv[2]):
+    r = json.loads(line)
+    step = int(r.get('step', 0))
+    if 'phase' in r:
+        for name, value in r['values'].items():
+            expected.setdefault(r['phase'] + '/' + name, {})[step] = f32(value)
+    elif r.get('kind') == 'TRAIN':
+        expected.setdefault('train/loss', {})[step] = f32(r['train_loss'])
+    elif r.get('kind') == 'EPOCH':
+        for name, value in r['metrics'].items():
+            expected.setdefault('dev/%s/%s' % (r['task'], name), {})[step] = f32(value)
+        expected.setdefault('dev/%s/score' % r['task'], {})[step] = f32(r['score'])
+        expected.setdefault('train/epoch_loss', {})[step] = f32(r['train_loss'])
+if len(sys.argv) > 3 and sys.argv[3]:  # a running job: the records read so far are a prefix of the events
+    n = int(sys.argv[3])
+    got = [e.step for e in acc.Scalars('train/loss')] if 'train/loss' in acc.Tags()['scalars'] else []
+    sys.exit(0 if len(got) >= n and got == list(range(1, len(got) + 1)) else 1)
+assert sorted(acc.Tags()['scalars']) == sorted(expected), (sorted(acc.Tags()['scalars']), sorted(expected))
+for tag, steps in expected.items():
+    got = [(e.step, e.value) for e in acc.Scalars(tag)]
+    assert got == sorted(steps.items()), (tag, got, sorted(steps.items()))
+text = acc.Tensors('run/options')[-1].tensor_proto.string_val[0].decode()
+assert text.startswith('cabert ') and ('Model config' in text) == (len(sys.argv) > 4), text
+print('ok', len(expected), 'tags')
+PY
+}
+
+train_tokenizer
+"$CABERT" -q build-corpus -m "$work/tok.model" -i "$sample/gutenberg/11-0.txt" --input-format gutenberg \
+  --max-length 32 -o "$work/corpus"
+run=(pretrain --preset bert-tiny-composite --corpus "$work/corpus" --model-dir "$work/pt" --batch-size 4
+     --save-every 5 --eval-every 5 --threads 1 --tensorboard "$work/tb/pt")
+
+"$CABERT" -q "${run[@]}" --steps 100000 &
+pid=$!
+seen=0
+for _ in $(seq 1 300); do
+  if [ -d "$work/tb/pt" ] && check_events "$work/tb/pt" /dev/null 12 2> /dev/null; then seen=1; break; fi
+  kill -0 "$pid" 2> /dev/null || fail "the run ended before its events could be read"
+  sleep 0.2
+done
+[ "$seen" = 1 ] || fail "TensorBoard did not read 12 steps of train/loss while the run went on"
+kill -9 "$pid"
+wait "$pid" 2> /dev/null || true
+
+checkpoint=$(ls "$work/pt"/checkpoint-*.cabert | tail -n 1)
+at=$((10#$(basename "$checkpoint" .cabert | sed 's/checkpoint-//')))
+"$CABERT" -q "${run[@]}" --resume --steps $((at + 7)) 2> "$work/resume.err" || fail "resume: $(cat "$work/resume.err")"
+[ "$(ls "$work/tb/pt" | grep -c tfevents)" = 2 ] || fail "expected two event files: $(ls "$work/tb/pt")"
+"$CABERT" inspect --json --limit -1 "$work/pt/metrics.cabert" | grep '"phase"' > "$work/pt.json"
+check_events "$work/tb/pt" "$work/pt.json" "" live > /dev/null
+
+"$CABERT" -q export --metrics "$work/pt/metrics.cabert" --tensorboard "$work/exported"
+check_events "$work/exported/pt" "$work/pt.json" > /dev/null
+
+head -n 101 "$sample/SST-2/train.tsv" > "$work/train.tsv"
+head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
+"$CABERT" -q finetune --init "$checkpoint" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" --epochs 2 \
+  --batch-size 10 --log-every 4 --model-dir "$work/ft" --tensorboard "$work/tb/ft" > /dev/null
+"$CABERT" inspect --json --limit -1 "$work/ft/metrics.cabert" | grep '"kind"' > "$work/ft.json"
+check_events "$work/tb/ft" "$work/ft.json" "" live > /dev/null
+best=$("$python" -c "
+import sys
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+acc = EventAccumulator(sys.argv[1]); acc.Reload()
+print(acc.Tensors('best/SST-2')[0].tensor_proto.string_val[0].decode())" "$work/tb/ft" 2> /dev/null)
+case "$best" in "run 1 (seed 42): epoch "*) ;; *) fail "best/SST-2 text: '$best'" ;; esac
+
+# translation (the text-to-text path of finetune): its records likewise.
+slice="$CABERT_SOURCE_DIR/tests/data/mt/multi30k-slice"
+cat "$slice/train.de" "$slice/train.en" |
+  "$CABERT" -q tokenize train -i - --vocab-size 300 --sentinels 4 --model-prefix "$work/joint"
+paste "$slice/test.de" "$slice/test.en" | sed -n 1,20p > "$work/mt_dev.tsv"
+"$CABERT" -q finetune --task translation --preset wu-lightconv-tiny --tokenizer "$work/joint.model" \
+  --data "$slice" --dev "$work/mt_dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --log-every 2 \
+  --model-dir "$work/mt" --tensorboard "$work/tb/mt" > /dev/null
+"$CABERT" inspect --json --limit -1 "$work/mt/metrics.cabert" | grep '"kind"' > "$work/mt.json"
+check_events "$work/tb/mt" "$work/mt.json" "" live > /dev/null
+echo "tensorboard_test: ok"
