@@ -155,6 +155,10 @@ TensorboardWriter& TensorboardLog::writer(uint32_t run) {
   return *writer;
 }
 
+void TensorboardLog::image(const std::string& tag, int64_t step, const std::string& png, int width, int height) {
+  writer(0).image(tag, step, png, width, height, 3);
+}
+
 void TensorboardLog::add(const pb::MetricsRecord& record) { write_summary(writer(0), record, unix_seconds()); }
 
 void TensorboardLog::add(const pb::TaskMetrics& record) { write_summary(writer(record.run()), record, unix_seconds()); }

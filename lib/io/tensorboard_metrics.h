@@ -50,6 +50,9 @@ class TensorboardLog {
                  uint32_t resume_run = 0, uint32_t runs = 1);
   void add(const pb::MetricsRecord& record);
   void add(const pb::TaskMetrics& record);
+  // A PNG (RGB) of the run, e.g. the learned kernels `export --pictures` draws, at `step`.
+  void image(const std::string& tag, int64_t step, const std::string& png, int width, int height);
+  const std::string& dir() const { return dir_; }
 
  private:
   TensorboardWriter& writer(uint32_t run);

@@ -32,6 +32,8 @@ class MetricsLog {
   void close();
   // The wall_seconds of the last record carried over (0 for a new run).
   double carried_wall_seconds() const { return carried_wall_seconds_; }
+  // The --tensorboard log (nullptr without one).
+  io::TensorboardLog* tensorboard() const { return tensorboard_.get(); }
 
  private:
   void carry_over(const std::string& path, uint64_t until_step);

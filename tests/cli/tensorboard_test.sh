@@ -1,5 +1,6 @@
 # --tensorboard DIR (issue 61 item 1): pretrain's and finetune's event files, read with the `tensorboard` package's
-# own EventAccumulator, hold every record of metrics.cabert under its tag and step with its value (float32), while
+# own EventAccumulator, hold every record of metrics.cabert under its tag and step with its value (float32) and, for
+# pretrain, the learned kernels as PNG images at every evaluation, while
 # the job runs, after a kill -9 and a --resume (each step once, the resumed run's values), with the run's options
 # and model config as text; `export --metrics --tensorboard` gives the same scalars. Skipped (77) when
 # $CABERT_PYTHON lacks the package (scripts/setup.sh installs it).
@@ -11,11 +12,15 @@ if [ -z "$python" ] || ! "$python" -c "import tensorboard" 2> /dev/null; then
 fi
 
 # check_events EVENTS_DIR METRICS_JSON [min_train_steps]: the scalars equal the records (inspect --json lines).
+# With min_train_steps (a running job), it only answers whether TensorBoard reads that many steps 1, 2, ... yet.
 check_events() {
-  "$python" - "$@" <<'PY' 2> "$work/check.err" || fail "$(cat "$work/check.err")"
+  local probe=0
+  [ -n "${3:-}" ] && probe=1
+  "$python" - "$@" <<'PY' 2> "$work/check.err" && return 0
+
 import json, struct, sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0, 'tensors': 0})
+acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0, 'tensors': 0, 'images': 0})
 acc.Reload()
 f32 = lambda v: struct.unpack('f', struct.pack('f', v))[0]
 expected = {}
@@ -40,10 +45,24 @@ assert sorted(acc.Tags()['scalars']) == sorted(expected), (sorted(acc.Tags()['sc
 for tag, steps in expected.items():
     got = [(e.step, e.value) for e in acc.Scalars(tag)]
     assert got == sorted(steps.items()), (tag, got, sorted(steps.items()))
+eval_steps = sorted({step for tag, steps in expected.items() if tag.startswith('eval/') for step in steps})
+images = acc.Tags()['images']
+if len(sys.argv) > 4 and eval_steps:  # a live pre-training: its learned kernels at every evaluation
+    assert 'pictures/relative_kernels' in images, images
+    for tag in images:
+        events = acc.Images(tag)
+        assert [e.step for e in events] == eval_steps, (tag, [e.step for e in events], eval_steps)
+        for e in events:
+            png = e.encoded_image_string
+            assert png[:8] == b'\x89PNG\r\n\x1a\n' and struct.unpack('>II', png[16:24]) == (e.width, e.height), tag
+else:
+    assert not images, images
 text = acc.Tensors('run/options')[-1].tensor_proto.string_val[0].decode()
 assert text.startswith('cabert ') and ('Model config' in text) == (len(sys.argv) > 4), text
 print('ok', len(expected), 'tags')
 PY
+  [ "$probe" = 1 ] && return 1
+  fail "$(cat "$work/check.err")"
 }
 
 train_tokenizer
@@ -56,7 +75,7 @@ run=(pretrain --preset bert-tiny-composite --corpus "$work/corpus" --model-dir "
 pid=$!
 seen=0
 for _ in $(seq 1 300); do
-  if [ -d "$work/tb/pt" ] && check_events "$work/tb/pt" /dev/null 12 2> /dev/null; then seen=1; break; fi
+  if [ -d "$work/tb/pt" ] && check_events "$work/tb/pt" /dev/null 12; then seen=1; break; fi
   kill -0 "$pid" 2> /dev/null || fail "the run ended before its events could be read"
   sleep 0.2
 done
