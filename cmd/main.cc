@@ -121,7 +121,9 @@ int run(int argc, char** argv) {
   app.fallthrough();
   app.set_version_flag("--version", str("cabert ", cabert_version(), " (commit ", cabert_build_commit(), ")"));
   auto& global = global_options();
-  app.add_option("--threads", global.threads, "Intra-op threads (0 = all cores)")->capture_default_str();
+  app.add_option("--threads", global.threads,
+                 "Threads: LibTorch's intra-op pool, and the workers of tokenize encode and build-corpus (0 = all cores)")
+      ->capture_default_str();
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
   app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();
   app.add_flag("-q,--quiet", global.quiet, "No progress lines or info messages");
