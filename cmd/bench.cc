@@ -40,7 +40,7 @@ struct BenchOptions {
   std::string output;
   std::string model;  // --model PRESET|CONFIG: model mode
   std::vector<std::string> sets;
-  bool amp = false;   // --amp: bfloat16 autocast (--model)
+  bool amp = false;               // --amp: bfloat16 autocast (--model)
   bench::ProfileRequest profile;  // --profile DIR, --profile-runs N
 };
 
@@ -102,8 +102,9 @@ class TablePrinter {
   TablePrinter(std::string format, bool cuda) : format_(std::move(format)), cuda_(cuda) {}
 
   void header(const pb::BenchEnvironment& env, const torch::Device& device) {
-    std::vector<std::string> columns = {"op", "kernels", "pass", "B", "T", "C", "H", "K", "median ms",
-                                        "q1-q3 ms", "min-max ms", "peak extra MiB", "speed-up"};
+    std::vector<std::string> columns = {"op",      "kernels", "pass",      "B",        "T",          "C",
+                                        "H",       "K",       "median ms", "q1-q3 ms", "min-max ms", "peak extra MiB",
+                                        "speed-up"};
     // On CUDA the wall clock of the same runs beside the events' time: where they differ, the host is the bound.
     if (cuda_) columns.insert(columns.begin() + 11, "wall median ms");
     if (format_ == "md") {
@@ -127,12 +128,19 @@ class TablePrinter {
       return;
     }
     const auto& t = r.timing();
-    std::vector<std::string> cells = {
-        r.op(), r.kernels(), r.backward() ? "fwd+bwd" : "fwd", std::to_string(r.batch()), std::to_string(r.seq()),
-        std::to_string(r.channels()), std::to_string(r.heads()), std::to_string(r.kernel()), fixed(t.median_ms()),
-        fixed(t.q1_ms()) + "-" + fixed(t.q3_ms()), fixed(t.min_ms()) + "-" + fixed(t.max_ms()),
-        mebibytes(t.peak_extra_bytes()),
-        r.speedup_vs_reference() > 0 ? fixed(r.speedup_vs_reference(), 1) + "x" : "-"};
+    std::vector<std::string> cells = {r.op(),
+                                      r.kernels(),
+                                      r.backward() ? "fwd+bwd" : "fwd",
+                                      std::to_string(r.batch()),
+                                      std::to_string(r.seq()),
+                                      std::to_string(r.channels()),
+                                      std::to_string(r.heads()),
+                                      std::to_string(r.kernel()),
+                                      fixed(t.median_ms()),
+                                      fixed(t.q1_ms()) + "-" + fixed(t.q3_ms()),
+                                      fixed(t.min_ms()) + "-" + fixed(t.max_ms()),
+                                      mebibytes(t.peak_extra_bytes()),
+                                      r.speedup_vs_reference() > 0 ? fixed(r.speedup_vs_reference(), 1) + "x" : "-"};
     if (cuda_) cells.insert(cells.begin() + 11, fixed(t.wall_median_ms()));
     if (format_ == "md") {
       std::cout << '|';
@@ -254,7 +262,6 @@ void run_op_bench(const BenchOptions& options) {
   }
 }
 
-
 // ---- --model with an encoder-decoder: training step and generation versus length ----
 
 void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model) {
@@ -279,8 +286,8 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
   if (options.format == "md") {
     const pb::BenchEnvironment env = bench::bench_environment();
     std::cout << "cabert bench --model " << options.model << " (encoder-decoder) on "
-              << describe_bench_machine(env, config.device) << ", " << env.intra_op_threads()
-              << " intra-op threads; " << describe_precision(options.amp) << "train: source = target = L tokens; "
+              << describe_bench_machine(env, config.device) << ", " << env.intra_op_threads() << " intra-op threads; "
+              << describe_precision(options.amp) << "train: source = target = L tokens; "
               << "generate: L tokens from a source of min(L, 32) tokens" << describe_clock(config.device) << "\n\n"
               << "| model | kernels | B | L | params | train step ms | train tok/s | train peak MiB | generate ms | "
                  "gen tok/s | step ms first 10% | step ms last 10% | gen peak MiB |\n"
@@ -299,14 +306,19 @@ void run_seq2seq_bench(const BenchOptions& options, const pb::ModelConfig& model
       } else {
         const auto& tr = record.train_timing();
         const auto& gen = record.inference_timing();
-        const std::vector<std::string> cells = {
-            options.model, record.kernels(), std::to_string(record.batch()), std::to_string(length),
-            models::human_parameters(record.parameters()), fixed(tr.median_ms()),
-            fixed(record.train_tokens_per_second(), 0),
-            mebibytes(tr.peak_extra_bytes()),
-            fixed(gen.median_ms()), fixed(record.inference_tokens_per_second(), 0),
-            fixed(record.generation_step_ms_first(), 3), fixed(record.generation_step_ms_last(), 3),
-            mebibytes(gen.peak_extra_bytes())};
+        const std::vector<std::string> cells = {options.model,
+                                                record.kernels(),
+                                                std::to_string(record.batch()),
+                                                std::to_string(length),
+                                                models::human_parameters(record.parameters()),
+                                                fixed(tr.median_ms()),
+                                                fixed(record.train_tokens_per_second(), 0),
+                                                mebibytes(tr.peak_extra_bytes()),
+                                                fixed(gen.median_ms()),
+                                                fixed(record.inference_tokens_per_second(), 0),
+                                                fixed(record.generation_step_ms_first(), 3),
+                                                fixed(record.generation_step_ms_last(), 3),
+                                                mebibytes(gen.peak_extra_bytes())};
         print_row(cells, options.format);
       }
       if (writer) writer->write(record);
@@ -337,13 +349,13 @@ void run_model_bench(const BenchOptions& options) {
   if (!options.output.empty()) writer = std::make_unique<io::RecordWriter>(options.output, "cabert.pb.BenchRecord");
   if (options.format == "md") {
     const pb::BenchEnvironment env = bench::bench_environment();
-    std::cout << "cabert bench --model " << options.model << " on " << describe_bench_machine(env, config.device)
-              << ", " << env.intra_op_threads() << " intra-op threads; " << describe_precision(options.amp)
-              << env.kernels_build() << "; allocator: " << env.allocator() << describe_clock(config.device)
-              << "\n\n"
-              << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
-                 "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up | train GFLOP/s (of matmul peak) |\n"
-              << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+    std::cout
+        << "cabert bench --model " << options.model << " on " << describe_bench_machine(env, config.device) << ", "
+        << env.intra_op_threads() << " intra-op threads; " << describe_precision(options.amp) << env.kernels_build()
+        << "; allocator: " << env.allocator() << describe_clock(config.device) << "\n\n"
+        << "| model | kernels | B | T | params | GFLOP/token fwd | train step ms (median, q1-q3) | train tok/s | "
+           "train peak MiB | infer ms | infer tok/s | infer peak MiB | train speed-up | train GFLOP/s (of matmul peak) |\n"
+        << "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   } else if (options.format == "tsv") {
     std::cout << "model\tkernels\tB\tT\tparams\tflops_per_token\ttrain_ms\ttrain_tok_s\ttrain_peak_mib\tinfer_ms\t"
                  "infer_tok_s\tinfer_peak_mib\ttrain_speedup\ttrain_gflops\tmatmul_gflops\n";
@@ -357,11 +369,16 @@ void run_model_bench(const BenchOptions& options) {
         const auto& tr = record.train_timing();
         const auto& in = record.inference_timing();
         std::vector<std::string> cells = {
-            options.model, record.kernels(), std::to_string(record.batch()), std::to_string(seq),
-            models::human_parameters(record.parameters()), fixed(record.flops_per_token() / 1e9, 4),
+            options.model,
+            record.kernels(),
+            std::to_string(record.batch()),
+            std::to_string(seq),
+            models::human_parameters(record.parameters()),
+            fixed(record.flops_per_token() / 1e9, 4),
             fixed(tr.median_ms()) + " (" + fixed(tr.q1_ms()) + "-" + fixed(tr.q3_ms()) + ")",
             fixed(record.train_tokens_per_second(), 0),
-            mebibytes(tr.peak_extra_bytes()), fixed(in.median_ms()),
+            mebibytes(tr.peak_extra_bytes()),
+            fixed(in.median_ms()),
             fixed(record.inference_tokens_per_second(), 0),
             mebibytes(in.peak_extra_bytes()),
             record.speedup_vs_reference() > 0 ? fixed(record.speedup_vs_reference(), 2) + "x" : "-"};
@@ -389,7 +406,7 @@ void add_bench(CLI::App& app) {
                                     "Ops, comma separated: lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
                                     "convbert-attention, depthwise, attention, composite-attention, sdpa, dropout, "
                                     "torch-dropout")
-                       ->delimiter(',');
+                        ->delimiter(',');
   CLI::Option* model = sub->add_option(
       "--model", options->model,
       "Model preset or config file: time MLM training steps and inference instead (encoder-decoders: training "
@@ -407,8 +424,7 @@ void add_bench(CLI::App& app) {
   sub->add_option("--kernels", options->kernel_paths,
                   "fused, reference, or both (side by side, with the speed-up of fused over reference)")
       ->capture_default_str();
-  sub->add_option("--repeats", options->repeats, "Timed runs per configuration (after warm-up)")
-      ->capture_default_str();
+  sub->add_option("--repeats", options->repeats, "Timed runs per configuration (after warm-up)")->capture_default_str();
   sub->add_option("--warmup", options->warmup, "Untimed runs first")->capture_default_str();
   sub->add_option("--dtype", options->dtype, "float or double")->capture_default_str();
   sub->add_option("--device", options->device,

@@ -18,7 +18,7 @@ struct GlobalOptions {
   std::string log_file;
   bool dump_options = false;
   bool quiet = false;
-  bool tf32 = false;  // TF32 tensor cores for float32 products on CUDA (cuBLAS and cuDNN)
+  bool tf32 = false;                    // TF32 tensor cores for float32 products on CUDA (cuBLAS and cuDNN)
   std::string cuda_attention = "auto";  // CUDA's composite attention route: auto, regions, blocks or tiles
   uint64_t max_line_bytes = uint64_t{1} << 20;
 };

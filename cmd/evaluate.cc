@@ -97,8 +97,8 @@ void print_task_row(const eval::EvaluatedFile& row) {
     std::snprintf(buffer, sizeof buffer, "%s %.2f", metric.c_str(), 100 * value);
     metrics += (metrics.empty() ? "" : ", ") + std::string(buffer);
   }
-  std::printf("| %s | %s | %zu | %.2f | %s |\n", record.task().c_str(), record.data().c_str(), examples,
-              record.score(), metrics.c_str());
+  std::printf("| %s | %s | %zu | %.2f | %s |\n", record.task().c_str(), record.data().c_str(), examples, record.score(),
+              metrics.c_str());
 }
 
 // Rows are printed as each file is scored; the records and predictions are written once all are.
@@ -130,7 +130,8 @@ void add_evaluate(CLI::App& app) {
   eval::EvaluationOptions& evaluation = command->evaluation;
   CLI::App* sub = app.add_subcommand(
       "evaluate", "Score a fine-tuned checkpoint (metrics, predictions, GLUE submissions) or --summarize metrics");
-  sub->add_option("--model", evaluation.checkpoint, "Fine-tuned checkpoint (best.cabert from `cabert finetune`), or its directory");
+  sub->add_option("--model", evaluation.checkpoint,
+                  "Fine-tuned checkpoint (best.cabert from `cabert finetune`), or its directory");
   sub->add_option("--task", evaluation.task,
                   "Task (default: the checkpoint's); an MNLI model can be scored on AX (diagnostic)");
   sub->add_option("--data", evaluation.data, "Task file(s); a GLUE directory means its dev file(s)");
@@ -155,7 +156,8 @@ void add_evaluate(CLI::App& app) {
   auto* label_column = sub->add_option("--label-column", command->label_column,
                                        "Generic tasks: label column; \"\" for an unlabelled file");
   sub->add_option("--id-column", evaluation.id_column, "Generic tasks: id column");
-  sub->add_option("--table-format", evaluation.table_format, "Generic tasks: csv, tsv or jsonl (default: by extension)");
+  sub->add_option("--table-format", evaluation.table_format,
+                  "Generic tasks: csv, tsv or jsonl (default: by extension)");
   sub->add_option("--split", evaluation.split, "Translation: the split of a --data directory (SPLIT.LANG files)")
       ->capture_default_str();
   sub->add_option("--source-lang", evaluation.source_lang, "Translation: source language (default: the checkpoint's)");
@@ -168,7 +170,8 @@ void add_evaluate(CLI::App& app) {
   sub->add_option("--min-len", search.min_length, "Translation: generated tokens before EOS, at least")
       ->capture_default_str();
   sub->add_option("--max-len-a", evaluation.translate.max_len_a,
-                  "Translation: at most a x (source length) + b tokens are generated")->capture_default_str();
+                  "Translation: at most a x (source length) + b tokens are generated")
+      ->capture_default_str();
   sub->add_option("--max-len-b", evaluation.translate.max_len_b, "Translation: see --max-len-a")->capture_default_str();
   sub->add_option("--no-repeat-ngram", search.no_repeat_ngram, "Translation: never repeat an n-gram (0 = off)")
       ->capture_default_str();

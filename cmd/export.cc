@@ -84,8 +84,8 @@ void draw_pictures(const ExportFlags& flags) {
 void write_tensorboard(const ExportFlags& flags) {
   if (flags.metrics.empty()) throw UsageError("--tensorboard needs --metrics FILE... (metrics.cabert of runs)");
   if (!flags.labels.empty() && flags.labels.size() != flags.metrics.size()) {
-    throw UsageError(str("--labels: expected one label per --metrics file (", flags.metrics.size(), "), got ",
-                         flags.labels.size()));
+    throw UsageError(
+        str("--labels: expected one label per --metrics file (", flags.metrics.size(), "), got ", flags.labels.size()));
   }
   std::vector<io::TensorboardRun> runs;
   for (size_t i = 0; i < flags.metrics.size(); ++i) {
@@ -132,7 +132,8 @@ void run_export(const ExportFlags& flags) {
   if (summary.family != interop::HfFamily::kNone) {
     log_info("export: ", summary.tensors, " tensors to ", flags.output, " (Hugging Face ", summary.architecture, ")");
   } else {
-    log_info("export: ", summary.tensors, " tensors to ", flags.output, " under cabert's names (", summary.why_not, ")");
+    log_info("export: ", summary.tensors, " tensors to ", flags.output, " under cabert's names (", summary.why_not,
+             ")");
   }
   if (summary.generator) log_info("export: the ELECTRA generator to ", (fs::path(flags.output) / "generator").string());
 }
@@ -159,16 +160,18 @@ void add_export(CLI::App& app) {
   CLI::Option* sentence = command->add_option("--sentence", flags->sentence,
                                               "Pictures: the sentence for attention maps and dynamic kernels");
   CLI::Option* metrics =
-      command->add_option("--metrics", flags->metrics,
-                          "Pictures and --tensorboard: metrics.cabert files of pretrain / finetune runs")
+      command
+          ->add_option("--metrics", flags->metrics,
+                       "Pictures and --tensorboard: metrics.cabert files of pretrain / finetune runs")
           ->expected(1, -1);
   // Options of one kind of picture are refused without it (they were ignored silently): "--labels requires
   // --metrics", "--max-tokens requires --sentence", "--sentence requires --model".
   command->add_option("--tensorboard", flags->tensorboard,
                       "Write the --metrics files' records as TensorBoard event files under DIR/<label> (label: "
                       "--labels, else the file's directory name)");
-  command->add_option("--labels", flags->labels,
-                      "Pictures: a legend label per --metrics file; --tensorboard: the run's name")
+  command
+      ->add_option("--labels", flags->labels,
+                   "Pictures: a legend label per --metrics file; --tensorboard: the run's name")
       ->expected(1, -1)
       ->needs(metrics);
   command->add_option("--max-tokens", flags->max_tokens, "Pictures: tokens of --sentence kept, [CLS]/[SEP] included")

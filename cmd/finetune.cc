@@ -103,7 +103,8 @@ void print_summary(const train::FinetuneSummary& summary, int runs) {
 void add_start_and_data_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& o = command->options;
   auto& s = command->source;
-  sub->add_option("--init", o.init, "Pre-training checkpoint whose encoder starts the run, or its model directory (newest checkpoint)");
+  sub->add_option("--init", o.init,
+                  "Pre-training checkpoint whose encoder starts the run, or its model directory (newest checkpoint)");
   sub->add_option("--preset", o.preset, "Or: a preset name or .textproto, randomly initialised (no pre-training)");
   sub->add_option("--set", o.set_overrides, "Model config override a.b=value (repeatable)");
   sub->add_option("--init-from-task", o.init_from_task,
@@ -125,7 +126,8 @@ void add_start_and_data_flags(CLI::App* sub, FinetuneCommand* command) {
 // The model directory, the optimisation and the evaluation.
 void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& o = command->options;
-  sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, last.cabert, metrics.cabert)")->required();
+  sub->add_option("--model-dir", o.model_dir, "Output directory (best.cabert, last.cabert, metrics.cabert)")
+      ->required();
   sub->add_option("--name", o.name, "Model name in metrics records (default: the model directory's name)");
   sub->add_option("--tensorboard", o.tensorboard,
                   "Also write the metrics records as TensorBoard event files into this directory (rank 0; a resumed "
@@ -150,7 +152,8 @@ void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
   sub->add_option("--pooling", o.pooling,
                   "Encoders' classification/regression head input: cls ([CLS], BERT's) or mean (of the last layer)")
       ->capture_default_str();
-  sub->add_option("--max-train-examples", o.max_train_examples, "Use only the first N training examples (SQuAD: windows; 0 = all)")
+  sub->add_option("--max-train-examples", o.max_train_examples,
+                  "Use only the first N training examples (SQuAD: windows; 0 = all)")
       ->capture_default_str();
 }
 
@@ -160,8 +163,7 @@ void add_task_format_flags(CLI::App* sub, FinetuneCommand* command) {
   auto& s = command->source;
   sub->add_option("--doc-stride", o.squad.doc_stride, "SQuAD: context tokens between window starts")
       ->capture_default_str();
-  sub->add_option("--max-query-length", o.squad.max_query_length, "SQuAD: question tokens kept")
-      ->capture_default_str();
+  sub->add_option("--max-query-length", o.squad.max_query_length, "SQuAD: question tokens kept")->capture_default_str();
   sub->add_option("--max-answer-length", o.squad.max_answer_length, "SQuAD: longest answer in tokens")
       ->capture_default_str();
   sub->add_option("--n-best", o.squad.n_best, "SQuAD: start/end candidates per window")->capture_default_str();
@@ -226,8 +228,8 @@ void add_finetune(CLI::App& app) {
   sub->callback([sub, command] {
     record_options(*sub);
     command->options.init = io::resolve_checkpoint_argument(command->options.init, "--init");
-    command->options.init_from_task = io::resolve_checkpoint_argument(command->options.init_from_task,
-                                                                         "--init-from-task");
+    command->options.init_from_task =
+        io::resolve_checkpoint_argument(command->options.init_from_task, "--init-from-task");
     auto& options = command->options;
     auto& source = command->source;
     options.device = apply_compute_flags(command->compute);

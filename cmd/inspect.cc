@@ -36,8 +36,8 @@ void print_recorded_config(const std::string& path) {
   if (header.config().empty()) {
     std::string argv;
     for (const auto& arg : header.argv()) argv += (argv.empty() ? "" : " ") + arg;
-    throw DataError(str(path, ": no recorded config (written by a cabert older than --config); its command line: ",
-                        argv));
+    throw DataError(
+        str(path, ": no recorded config (written by a cabert older than --config); its command line: ", argv));
   }
   std::cout << header.config();
 }
@@ -165,8 +165,7 @@ void run_inspect(const InspectFlags& flags) {
   } else {
     std::string text;
     google::protobuf::TextFormat::PrintToString(header, &text);
-    std::cout << "# " << reader.name() << ": " << io::describe_record_type(header.message_type()) << "\n"
-              << text;
+    std::cout << "# " << reader.name() << ": " << io::describe_record_type(header.message_type()) << "\n" << text;
   }
   uint64_t records = 0, tokens = 0, bytes = 0;
   int max_length = 0;

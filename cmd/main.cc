@@ -51,7 +51,8 @@ namespace {
 // default, dotted keys), narrowed to the global options and the chosen subcommand's, without the options that
 // only print something and exit, and without unset ones (an empty list or string read back would be a value).
 std::string effective_config(const CLI::App& app, const std::string& subcommand_path) {
-  static const std::set<std::string> kNotRecorded = {"config", "dump-options", "dump-config", "list-presets", "version"};
+  static const std::set<std::string> kNotRecorded = {"config", "dump-options", "dump-config", "list-presets",
+                                                     "version"};
   std::istringstream dump(app.config_to_str(/*default_also=*/true, /*write_description=*/false));
   std::string config;
   for (std::string line; std::getline(dump, line);) {
@@ -121,8 +122,9 @@ int run(int argc, char** argv) {
   app.fallthrough();
   app.set_version_flag("--version", str("cabert ", cabert_version(), " (commit ", cabert_build_commit(), ")"));
   auto& global = global_options();
-  app.add_option("--threads", global.threads,
-                 "Threads: LibTorch's intra-op pool, and the workers of tokenize encode and build-corpus (0 = all cores)")
+  app.add_option(
+         "--threads", global.threads,
+         "Threads: LibTorch's intra-op pool, and the workers of tokenize encode and build-corpus (0 = all cores)")
       ->capture_default_str();
   app.add_option("--seed", global.seed, "Random seed for everything that draws")->capture_default_str();
   app.add_option("--log-level", global.log_level, "error, warning, info or debug")->capture_default_str();

@@ -96,7 +96,9 @@ void run(PretrainFlags& flags) {
 void add_pretrain(CLI::App& app) {
   auto flags = std::make_shared<PretrainFlags>();
   auto& o = flags->options;
-  CLI::App* sub = app.add_subcommand("pretrain", "Pre-train an encoder (MLM or ELECTRA replaced-token detection) or an encoder-decoder (span corruption)");
+  CLI::App* sub = app.add_subcommand(
+      "pretrain",
+      "Pre-train an encoder (MLM or ELECTRA replaced-token detection) or an encoder-decoder (span corruption)");
   sub->add_option("--preset", flags->preset, "Model preset (--list-presets) or a .textproto ModelConfig")
       ->capture_default_str();
   sub->add_option("--set", flags->sets, "Override a config field: a.b=value (repeatable)");
@@ -123,8 +125,7 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
       ->capture_default_str();
-  sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping: max global L2 norm (0 = off)")
-      ->capture_default_str();
+  sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping: max global L2 norm (0 = off)")->capture_default_str();
   sub->add_option("--max-skipped-updates", o.max_skipped_updates,
                   "A non-finite gradient norm skips the update; this many in a row stop the run")
       ->capture_default_str();
@@ -132,15 +133,15 @@ void add_pretrain(CLI::App& app) {
       ->capture_default_str();
   sub->add_option("--eval-examples", o.eval_examples, "Held-out examples (first records of the first shard)")
       ->capture_default_str();
-  sub->add_option("--save-every", o.save_every, "Checkpoint every N steps (0: at the end only)")
-      ->capture_default_str();
+  sub->add_option("--save-every", o.save_every, "Checkpoint every N steps (0: at the end only)")->capture_default_str();
   sub->add_option("--keep-checkpoints", o.keep_checkpoints, "Checkpoints to keep")->capture_default_str();
   sub->add_flag("--resume", o.resume, "Continue from the latest checkpoint in --model-dir");
   sub->add_flag("--allow-changed-options", o.allow_changed_options,
                 "With --resume: continue although options differ from the checkpoint's (refused otherwise)");
   add_compute_flags(sub, flags->compute);
   add_distributed_flags(sub, flags->distributed);
-  sub->add_flag("--amp", o.amp, "Mixed precision: bfloat16 autocast (CPU or CUDA); conv and relative-position ops run in float32");
+  sub->add_flag("--amp", o.amp,
+                "Mixed precision: bfloat16 autocast (CPU or CUDA); conv and relative-position ops run in float32");
   sub->add_flag("--dry-run", flags->dry_run, "Print the module tree with parameter counts and exit");
   sub->add_flag("--list-presets", flags->list_presets, "List the model presets and exit");
   sub->add_flag("--dump-config", flags->dump_config, "Print the resolved model config (text format) and exit");

@@ -65,8 +65,8 @@ void run_selftest_command(const std::string& device_spec) {
   char elapsed[32];
   std::snprintf(elapsed, sizeof elapsed, "%.1f", seconds);
   if (failed > 0) {
-    throw Error(str("selftest: ", failed, " of ", checks.size(), " checks failed (tolerance ",
-                    checks.front().tolerance, "): the fused kernels disagree with the reference on this machine; "
+    throw Error(str("selftest: ", failed, " of ", checks.size(), " checks failed (tolerance ", checks.front().tolerance,
+                    "): the fused kernels disagree with the reference on this machine; "
                     "run with --kernels reference until it is fixed, and report the output above"));
   }
   std::cout << "selftest: all " << checks.size() << " checks passed in " << elapsed << " s\n";

@@ -50,8 +50,8 @@ void run_decode(const EncodeFlags& flags) {
   const auto& metadata = reader.header().metadata();
   auto checksum = metadata.find("tokenizer_checksum");
   if (checksum != metadata.end() && checksum->second != tokenizer.checksum()) {
-    throw DataError(str(reader.name(), ": encoded with a different tokenizer (checksum ", checksum->second,
-                        ", ", flags.model, " has ", tokenizer.checksum(), ")"));
+    throw DataError(str(reader.name(), ": encoded with a different tokenizer (checksum ", checksum->second, ", ",
+                        flags.model, " has ", tokenizer.checksum(), ")"));
   }
   AtomicOutput out(flags.output);
   pb::TokenizedText record;
@@ -89,8 +89,9 @@ void add_tokenize(CLI::App& app) {
   train->add_option("--sentinels", train_flags->options.num_sentinels, "Sentinel tokens for span corruption")
       ->capture_default_str();
   train->add_option("--character-coverage", train_flags->options.character_coverage)->capture_default_str();
-  train->add_option("--max-sentences", train_flags->options.max_sentences,
-                    "Sentences sampled for training (bounds memory)")
+  train
+      ->add_option("--max-sentences", train_flags->options.max_sentences,
+                   "Sentences sampled for training (bounds memory)")
       ->capture_default_str();
   train->callback([train, train_flags] {
     record_options(*train);
@@ -98,7 +99,8 @@ void add_tokenize(CLI::App& app) {
   });
 
   auto encode_flags = std::make_shared<EncodeFlags>();
-  CLI::App* encode = tokenize->add_subcommand("encode", "Text lines -> token records (one record per line; --threads workers, output the same for any count)");
+  CLI::App* encode = tokenize->add_subcommand(
+      "encode", "Text lines -> token records (one record per line; --threads workers, output the same for any count)");
   encode->add_option("-m,--model", encode_flags->model, "SentencePiece .model")->required();
   encode->add_option("-i,--input", encode_flags->input, "Text ('-' = stdin)")->capture_default_str();
   encode->add_option("-o,--output", encode_flags->output, "Token records ('-' = stdout)")->capture_default_str();

@@ -22,12 +22,12 @@ struct RelativeWeights {
 };
 
 struct AttentionInputs {
-  at::Tensor q, k, v;     // [B, N, T, d]; the last dimension contiguous, other strides free
-  at::Tensor query_band;  // [B, N, T, 2n+1] or undefined
-  at::Tensor key_band;    // [B, N, T, 2n+1] or undefined
+  at::Tensor q, k, v;       // [B, N, T, d]; the last dimension contiguous, other strides free
+  at::Tensor query_band;    // [B, N, T, 2n+1] or undefined
+  at::Tensor key_band;      // [B, N, T, 2n+1] or undefined
   RelativeWeights weights;  // instead of the bands (both at once is a usage error)
-  at::Tensor key_mask;    // [B, T] bool (true = real key) or undefined
-  int64_t radius = 0;     // n
+  at::Tensor key_mask;      // [B, T] bool (true = real key) or undefined
+  int64_t radius = 0;       // n
   double scale = 1;
   DropoutDraw dropout;
   // Under autocast (--amp): its dtype (bfloat16), in which kernels/regions hands PyTorch's fused kernel the

@@ -105,8 +105,8 @@ std::vector<double> CudaEventMarks::intervals_ms() { return {}; }
 #endif
 
 std::string describe_build() {
-  return str("LibTorch ", TORCH_VERSION, ", CUDA kernels: ",
-             built_with_cuda() ? str("yes (", cuda_architectures(), ")") : std::string("no"),
+  return str("LibTorch ", TORCH_VERSION,
+             ", CUDA kernels: ", built_with_cuda() ? str("yes (", cuda_architectures(), ")") : std::string("no"),
              ", CPU kernels: ", native_cpu_kernels() ? "native (-march=native)" : "portable",
              ", intra-op threads: ", at::get_num_threads());
 }

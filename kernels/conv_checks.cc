@@ -26,9 +26,9 @@ ConvShape check_input(const char* op, const at::Tensor& x, int64_t kernel_size, 
   shape.channels = x.size(2);
   shape.kernel_size = kernel_size;
   require(kernel_size >= 1, op, str("expected a kernel size >= 1, got ", kernel_size));
-  require(padding_left >= 0 && padding_left <= kernel_size - 1, op,
-          str("expected padding_left in [0, ", kernel_size - 1, "] for kernel size ", kernel_size, ", got ",
-              padding_left));
+  require(
+      padding_left >= 0 && padding_left <= kernel_size - 1, op,
+      str("expected padding_left in [0, ", kernel_size - 1, "] for kernel size ", kernel_size, ", got ", padding_left));
   if (mask.defined()) {
     require(mask.scalar_type() == at::kBool, op, str("expected a bool mask, got ", mask.scalar_type()));
     require(mask.dim() == 2 && mask.size(0) == shape.batch && mask.size(1) == shape.length, op,
@@ -63,9 +63,9 @@ ConvShape check_dynamic_conv(const at::Tensor& x, const at::Tensor& kernels, int
           str("expected kernels of shape [B, T, H, K], got ", shape_of(kernels)));
   ConvShape shape = check_input(op, x, kernels.size(3), padding_left, mask);
   check_floating(op, "kernels", kernels, x);
-  require(kernels.size(0) == shape.batch && kernels.size(1) == shape.length, op,
-          str("expected kernels of shape [", shape.batch, ", ", shape.length, ", H, K] (as x), got ",
-              shape_of(kernels)));
+  require(
+      kernels.size(0) == shape.batch && kernels.size(1) == shape.length, op,
+      str("expected kernels of shape [", shape.batch, ", ", shape.length, ", H, K] (as x), got ", shape_of(kernels)));
   check_heads(op, shape, kernels.size(2));
   return shape;
 }

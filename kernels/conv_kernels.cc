@@ -15,12 +15,12 @@ at::Tensor contiguous_or_undefined(const at::Tensor& t) { return t.defined() ? t
 
 // The single device switch: every fused op below goes through it.
 #ifdef CABERT_WITH_CUDA
-#define CABERT_DEVICE_CALL(device_tensor, op_name, function, ...)                                         \
-  ((device_tensor).is_cuda() ? cuda::function(__VA_ARGS__)                                                \
+#define CABERT_DEVICE_CALL(device_tensor, op_name, function, ...) \
+  ((device_tensor).is_cuda() ? cuda::function(__VA_ARGS__)        \
                              : (check_cpu(device_tensor, op_name), cpu::function(__VA_ARGS__)))
 #else
-#define CABERT_DEVICE_CALL(device_tensor, op_name, function, ...)                                         \
-  ((device_tensor).is_cuda() ? (require_cuda_build(op_name), cpu::function(__VA_ARGS__))                  \
+#define CABERT_DEVICE_CALL(device_tensor, op_name, function, ...)                        \
+  ((device_tensor).is_cuda() ? (require_cuda_build(op_name), cpu::function(__VA_ARGS__)) \
                              : (check_cpu(device_tensor, op_name), cpu::function(__VA_ARGS__)))
 #endif
 
@@ -62,15 +62,15 @@ ConvGrads lightweight_conv_backward(const at::Tensor& grad, const at::Tensor& x,
 at::Tensor dynamic_conv_forward(const at::Tensor& x, const at::Tensor& kernels, int64_t padding_left,
                                 const at::Tensor& mask) {
   check_dynamic_conv(x, kernels, padding_left, mask);
-  return CABERT_DEVICE_CALL(x, "dynamic_conv", dynamic_conv_forward, x.contiguous(), kernels.contiguous(),
-                            padding_left, contiguous_or_undefined(mask));
+  return CABERT_DEVICE_CALL(x, "dynamic_conv", dynamic_conv_forward, x.contiguous(), kernels.contiguous(), padding_left,
+                            contiguous_or_undefined(mask));
 }
 
 ConvGrads dynamic_conv_backward(const at::Tensor& grad, const at::Tensor& x, const at::Tensor& kernels,
                                 int64_t padding_left, const at::Tensor& mask) {
   ConvGrads grads;
-  CABERT_DEVICE_CALL(x, "dynamic_conv", dynamic_conv_backward, grad.contiguous(), x.contiguous(),
-                     kernels.contiguous(), padding_left, contiguous_or_undefined(mask), grads.x, grads.weight);
+  CABERT_DEVICE_CALL(x, "dynamic_conv", dynamic_conv_backward, grad.contiguous(), x.contiguous(), kernels.contiguous(),
+                     padding_left, contiguous_or_undefined(mask), grads.x, grads.weight);
   return grads;
 }
 

@@ -140,10 +140,9 @@ CABERT_HOST_DEVICE T relpos_score_element(const T* band, const T* beta_row, int6
 // Sum of grad_row[j] (row i of one score matrix, length T) over the j with relative_index(i, j) == r: a
 // single element inside the band, a whole tail at the clipped edges r = 0 and r = 2 radius.
 template <typename T>
-CABERT_HOST_DEVICE T relpos_band_grad_element(const T* grad_row, int64_t i, int64_t r, int64_t length,
-                                              int64_t radius) {
+CABERT_HOST_DEVICE T relpos_band_grad_element(const T* grad_row, int64_t i, int64_t r, int64_t length, int64_t radius) {
   int64_t j_begin = i + r - radius, j_end = j_begin + 1;
-  if (r == 0) j_begin = 0;            // j - i <= -radius
+  if (r == 0) j_begin = 0;              // j - i <= -radius
   if (r == 2 * radius) j_end = length;  // j - i >= radius
   j_begin = max64(j_begin, 0);
   j_end = min64(j_end, length);

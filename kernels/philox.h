@@ -47,8 +47,8 @@ CABERT_HOST_DEVICE Words philox4x32_10(uint32_t c0, uint32_t c1, uint32_t c2, ui
 // The four draws of counter block index / 4 (elements 4 * block .. 4 * block + 3).
 CABERT_HOST_DEVICE Words block(uint64_t seed, uint64_t offset, uint64_t block_index) {
   return philox4x32_10(static_cast<uint32_t>(block_index), static_cast<uint32_t>(block_index >> 32),
-                       static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32),
-                       static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32));
+                       static_cast<uint32_t>(offset), static_cast<uint32_t>(offset >> 32), static_cast<uint32_t>(seed),
+                       static_cast<uint32_t>(seed >> 32));
 }
 
 // A draw as a uniform number in [0, 1) with 24 bits, exact in float.

@@ -55,6 +55,6 @@ std::string read_text(const std::string& path);
 
 }  // namespace cabert::testing
 
-#define CABERT_REQUIRE_SHARED_DATA(dir)                                          \
-  std::string dir = ::cabert::testing::shared_data_dir();                        \
+#define CABERT_REQUIRE_SHARED_DATA(dir)                   \
+  std::string dir = ::cabert::testing::shared_data_dir(); \
   if (dir.empty()) GTEST_SKIP() << "../shared/data is absent (user clone): skipped"

@@ -14,11 +14,11 @@ namespace {
 // One call's tensors as the blocks read them: (batch, head) pairs flattened, rows contiguous.
 struct Problem {
   int64_t batch = 0, heads = 0, length = 0, head_size = 0, radius = 0, rows = 0;
-  at::Tensor q, k, v;        // [B N, T, d]
-  at::Tensor query_band;     // [B N, T, 2n+1] or undefined
-  at::Tensor key_band_t;     // [B N, 2n+1, T] (the key band transposed: its entries along the key axis) or undefined
-  at::Tensor masked;         // [B, 1, 1, T] bool: keys that take no part, or undefined when every key does
-  at::Tensor uniform;        // [B, 1, 1, 1] bool: batch rows with no real key, or undefined when there is none
+  at::Tensor q, k, v;     // [B N, T, d]
+  at::Tensor query_band;  // [B N, T, 2n+1] or undefined
+  at::Tensor key_band_t;  // [B N, 2n+1, T] (the key band transposed: its entries along the key axis) or undefined
+  at::Tensor masked;      // [B, 1, 1, T] bool: keys that take no part, or undefined when every key does
+  at::Tensor uniform;     // [B, 1, 1, 1] bool: batch rows with no real key, or undefined when there is none
   // With bands, the keys beyond the radius on either side of a block's rows, as [B N, T, d+2] product operands
   // (edge_keys): [k, 1, the key band's edge entry, -inf at masked keys]; undefined when no block has such keys.
   at::Tensor left_keys, right_keys;
@@ -51,8 +51,8 @@ at::Tensor edge_keys(const Problem& p, int64_t edge) {
     column.zero_();
   }
   if (p.masked.defined()) {
-    column.view({p.batch, p.heads, T}).masked_fill_(p.masked.view({p.batch, 1, T}),
-                                                    -std::numeric_limits<double>::infinity());
+    column.view({p.batch, p.heads, T})
+        .masked_fill_(p.masked.view({p.batch, 1, T}), -std::numeric_limits<double>::infinity());
   }
   return keys;
 }
@@ -118,8 +118,7 @@ Block block_of(const Problem& p, int64_t i0) {
 
 // One outer part of a block's scores, into `out` ([B N, R, keys] within the block's scores): one product of
 // [q scale, the query band's edge entry, 1] with the edge keys `keys` from key `j0` on.
-void outer_scores(const Problem& p, const Block& b, int64_t edge, const at::Tensor& keys, int64_t j0,
-                  at::Tensor out) {
+void outer_scores(const Problem& p, const Block& b, int64_t edge, const at::Tensor& keys, int64_t j0, at::Tensor out) {
   const int64_t BN = p.batch * p.heads, d = p.head_size, i0 = b.i0, R = b.rows;
   at::Tensor rows = at::empty({BN, R, d + 2}, p.q.options());
   at::Tensor scaled_queries = rows.narrow(2, 0, d);
@@ -153,8 +152,8 @@ void strip_scores(const Problem& p, const Block& b, at::Tensor out) {
   }
   out.baddbmm_(p.q.narrow(1, i0, R), p.k.narrow(1, strip.begin, W).transpose(1, 2), /*beta=*/1, /*alpha=*/p.scale);
   if (p.masked.defined()) {
-    out.view({p.batch, p.heads, R, W}).masked_fill_(p.masked.narrow(3, strip.begin, W),
-                                                    -std::numeric_limits<double>::infinity());
+    out.view({p.batch, p.heads, R, W})
+        .masked_fill_(p.masked.narrow(3, strip.begin, W), -std::numeric_limits<double>::infinity());
   }
 }
 

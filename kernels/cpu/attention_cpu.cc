@@ -167,11 +167,11 @@ struct BandRows {
 template <typename T>
 struct Head {
   Rows<T> q, k, v;
-  BandRows<const T> query_band;   // rows of [T, 2n+1], or null data
-  const T* key_band = nullptr;    // [T, 2n+1] or null
-  const bool* mask = nullptr;     // [T] or null (null too when every key is masked: see `uniform`)
-  bool uniform = false;           // every key masked: all scores zero, no gradient through them
-  uint64_t first_index = 0;       // Philox index of element (i, j) = first_index + i T + j
+  BandRows<const T> query_band;  // rows of [T, 2n+1], or null data
+  const T* key_band = nullptr;   // [T, 2n+1] or null
+  const bool* mask = nullptr;    // [T] or null (null too when every key is masked: see `uniform`)
+  bool uniform = false;          // every key masked: all scores zero, no gradient through them
+  uint64_t first_index = 0;      // Philox index of element (i, j) = first_index + i T + j
 };
 
 struct Shape {

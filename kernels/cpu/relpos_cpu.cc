@@ -27,19 +27,20 @@ int64_t relpos_grain(int64_t rows, int64_t length) {
 template <typename T>
 void expand_rows(const T* band, const T* beta, T* out, int64_t batch, int64_t heads, int64_t length, int64_t radius) {
   const int64_t width = 2 * radius + 1;
-  at::parallel_for(0, batch * heads * length, relpos_grain(batch * heads * length, length), [&](int64_t begin, int64_t end) {
-    for (int64_t row = begin; row < end; ++row) {
-      const int64_t i = row % length, h = (row / length) % heads;
-      const T* band_row = band ? band + row * width : nullptr;
-      const T* beta_row = beta ? beta + h * width : nullptr;
-      auto value = [&](int64_t r) { return (band_row ? band_row[r] : T(0)) + (beta_row ? beta_row[r] : T(0)); };
-      T* o = out + row * length;
-      const int64_t band_begin = math::max64(0, i - radius), band_end = math::min64(length, i + radius + 1);
-      fill(o, value(0), band_begin);
-      for (int64_t j = band_begin; j < band_end; ++j) o[j] = value(j - i + radius);
-      fill(o + band_end, value(width - 1), length - band_end);
-    }
-  });
+  at::parallel_for(
+      0, batch * heads * length, relpos_grain(batch * heads * length, length), [&](int64_t begin, int64_t end) {
+        for (int64_t row = begin; row < end; ++row) {
+          const int64_t i = row % length, h = (row / length) % heads;
+          const T* band_row = band ? band + row * width : nullptr;
+          const T* beta_row = beta ? beta + h * width : nullptr;
+          auto value = [&](int64_t r) { return (band_row ? band_row[r] : T(0)) + (beta_row ? beta_row[r] : T(0)); };
+          T* o = out + row * length;
+          const int64_t band_begin = math::max64(0, i - radius), band_end = math::min64(length, i + radius + 1);
+          fill(o, value(0), band_begin);
+          for (int64_t j = band_begin; j < band_end; ++j) o[j] = value(j - i + radius);
+          fill(o + band_end, value(width - 1), length - band_end);
+        }
+      });
 }
 
 template <typename T>

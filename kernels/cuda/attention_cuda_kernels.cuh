@@ -176,14 +176,16 @@ __device__ __forceinline__ void fill_tile(T* tile, RowOffset row_offset, const H
 template <typename T>
 __device__ void load_chunk(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
                            int64_t c0, int64_t dim) {
-  fill_tile<kChunk>(tile, [](int r) { return chunk_offset<T>(r); }, rows, b, h, first, length, c0, dim);
+  fill_tile<kChunk>(
+      tile, [](int r) { return chunk_offset<T>(r); }, rows, b, h, first, length, c0, dim);
 }
 
 // A [kTile][kTile] rows tile: kTile head dimensions from c0.
 template <typename T>
 __device__ void load_rows(T* tile, const HeadRows<const T>& rows, int64_t b, int64_t h, int64_t first, int64_t length,
                           int64_t c0, int64_t dim) {
-  fill_tile<Shape<T>::kTile>(tile, [](int r) { return r * Shape<T>::kStride; }, rows, b, h, first, length, c0, dim);
+  fill_tile<Shape<T>::kTile>(
+      tile, [](int r) { return r * Shape<T>::kStride; }, rows, b, h, first, length, c0, dim);
 }
 
 // sums[a][b] += own row (rg G + a) . other row (cg G + b) over one chunk (two chunk tiles).

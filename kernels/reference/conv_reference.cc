@@ -28,15 +28,15 @@ at::Tensor lightweight_conv(const at::Tensor& x, const at::Tensor& weight, int64
 
 at::Tensor dynamic_conv(const at::Tensor& x, const at::Tensor& kernels, int64_t padding_left, const at::Tensor& mask) {
   const ConvShape shape = check_dynamic_conv(x, kernels, padding_left, mask);
-  at::Tensor taps = unfold_taps(zero_masked_positions(x, mask), shape.kernel_size, padding_left)
-                        .reshape({shape.batch, shape.length, shape.heads, shape.channels / shape.heads,
-                                  shape.kernel_size});
+  at::Tensor taps =
+      unfold_taps(zero_masked_positions(x, mask), shape.kernel_size, padding_left)
+          .reshape({shape.batch, shape.length, shape.heads, shape.channels / shape.heads, shape.kernel_size});
   at::Tensor out = (taps * kernels.unsqueeze(3)).sum(-1).reshape({shape.batch, shape.length, shape.channels});
   return zero_masked_positions(out, mask);
 }
 
-at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                          int64_t padding_left, const at::Tensor& mask) {
+at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t padding_left,
+                          const at::Tensor& mask) {
   const ConvShape shape = check_depthwise_conv(x, weight, bias, padding_left, mask);
   at::Tensor channels_first = zero_masked_positions(x, mask).transpose(1, 2);  // [B, C, T]
   at::Tensor padded = at::constant_pad_nd(channels_first, {padding_left, shape.kernel_size - 1 - padding_left});

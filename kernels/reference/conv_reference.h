@@ -21,8 +21,8 @@ at::Tensor lightweight_conv(const at::Tensor& x, const at::Tensor& weight, int64
 // kernels [B, T, H, K]: one kernel per position and head.
 at::Tensor dynamic_conv(const at::Tensor& x, const at::Tensor& kernels, int64_t padding_left, const at::Tensor& mask);
 // weight [C, K], bias [C] or undefined (added at real positions only).
-at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias,
-                          int64_t padding_left, const at::Tensor& mask);
+at::Tensor depthwise_conv(const at::Tensor& x, const at::Tensor& weight, const at::Tensor& bias, int64_t padding_left,
+                          const at::Tensor& mask);
 // q [B, N, T, d], w [2n+1, d] or undefined, beta [N, 2n+1] or undefined; returns [B, N, T, T].
 at::Tensor relative_position_scores(const at::Tensor& q, const at::Tensor& w, const at::Tensor& beta, int64_t radius,
                                     double scale);

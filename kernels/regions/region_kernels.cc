@@ -34,8 +34,8 @@ void check_operands(const at::Tensor& q, const at::Tensor& k, const at::Tensor& 
   expect_operand("v", v, q, -1);
 }
 
-void check_backward_operands(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k,
-                             const at::Tensor& v, const at::Tensor& out, const at::Tensor& logsumexp) {
+void check_backward_operands(const at::Tensor& grad_out, const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                             const at::Tensor& out, const at::Tensor& logsumexp) {
   check_operands(q, k, v);
   expect_operand("grad_out", grad_out, q, v.size(3));
   expect_operand("out", out, q, v.size(3));

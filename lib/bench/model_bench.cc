@@ -156,11 +156,13 @@ std::vector<pb::BenchRecord> bench_model(const ModelBenchConfig& c) {
   for (PathRun& run : runs) {
     ops::ScopedKernelPath scope(run.path);
     const std::string path = ops::kernel_path_name(run.path);
-    profile_if_asked(c.profile, str(model_stem, "-", path, "-train-B", B, "-T", T),
-                     str(c.model_name, ", ", path, " kernels, training step (MLM forward, cross-entropy, backward, "
-                         "AdamW)", c.amp ? " under bfloat16 autocast" : "", ", B=", B, " T=", T, " on ",
-                         device_words(device)),
-                     [&] { train_step(run); }, device);
+    profile_if_asked(
+        c.profile, str(model_stem, "-", path, "-train-B", B, "-T", T),
+        str(c.model_name, ", ", path,
+            " kernels, training step (MLM forward, cross-entropy, backward, "
+            "AdamW)",
+            c.amp ? " under bfloat16 autocast" : "", ", B=", B, " T=", T, " on ", device_words(device)),
+        [&] { train_step(run); }, device);
   }
   for (PathRun& run : runs) run.model->eval();
   phase(infer, &PathRun::inference, &PathRun::inference_peak);

@@ -188,17 +188,15 @@ UsageError unknown_op(const std::string& op) {
 }
 
 const std::vector<std::string>& op_bench_names() {
-  static const std::vector<std::string> names = {"lightconv", "dynamicconv",        "sdconv",    "sdconv-branch",
-                                                 "relpos",    "convbert-attention", "depthwise", "attention",
-                                                 "composite-attention", "sdpa",      "dropout",
-                                                 "torch-dropout"};
+  static const std::vector<std::string> names = {
+      "lightconv", "dynamicconv",         "sdconv", "sdconv-branch", "relpos",       "convbert-attention", "depthwise",
+      "attention", "composite-attention", "sdpa",   "dropout",       "torch-dropout"};
   return names;
 }
 
 std::string op_bench_description(const std::string& op) {
   if (op == "lightconv") return "softmax(W[H,K]) then lightweight_conv (as fairseq LightweightConv1dTBC)";
-  if (op == "dynamicconv")
-    return "Linear(C->H*K) + softmax kernels then dynamic_conv (as fairseq DynamicConv1dTBC)";
+  if (op == "dynamicconv") return "Linear(C->H*K) + softmax kernels then dynamic_conv (as fairseq DynamicConv1dTBC)";
   if (op == "sdconv")
     return "ConvBERT SDConv (Jiang et al. eq. 5) from Q, Ks, V': softmax(W_f(Q*Ks) + b_f) kernels for H conv heads, "
            "then dynamic_conv over V'";
@@ -220,9 +218,7 @@ std::string op_bench_description(const std::string& op) {
       case kernels::CudaAttentionRoute::kBlocks:
         cuda_route = "blocks of query rows, each block's scores whole (kernels/chunked; --cuda-attention blocks)";
         break;
-      case kernels::CudaAttentionRoute::kRegions:
-        cuda_route = regions + "; --cuda-attention regions";
-        break;
+      case kernels::CudaAttentionRoute::kRegions: cuda_route = regions + "; --cuda-attention regions"; break;
       case kernels::CudaAttentionRoute::kTiles:
         cuda_route = "cabert's tiled kernels, online softmax in 32 x 32 tiles (kernels/cuda; --cuda-attention tiles)";
         break;
@@ -258,8 +254,8 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
     throw UsageError("bench: expected positive --batch, --seq, --channels, --heads and --kernel");
   }
   if (config.channels % config.heads != 0) {
-    throw UsageError(str("bench: expected --channels divisible by --heads, got ", config.channels, " and ",
-                         config.heads));
+    throw UsageError(
+        str("bench: expected --channels divisible by --heads, got ", config.channels, " and ", config.heads));
   }
   if (config.repeats < 1 || config.warmup < 0) throw UsageError("bench: expected --repeats >= 1 and --warmup >= 0");
   install_cpu_memory_meter();
@@ -280,12 +276,12 @@ pb::BenchTiming bench_op(const OpBenchConfig& config) {
     const RunTime time = time_run(run, config.device);
     if (i >= config.warmup) runs.add(time);
   }
-  profile_if_asked(config.profile, op_profile_stem(config),
-                   str(config.op, ", ", ops::kernel_path_name(config.path), " kernels, ",
-                       config.backward ? "fwd+bwd" : "fwd", ", B=", config.batch, " T=", config.seq, " C=",
-                       config.channels, " H=", config.heads, " K=", config.kernel, ", ",
-                       c10::toString(config.dtype), " on ", config.device.str()),
-                   run, config.device);
+  profile_if_asked(
+      config.profile, op_profile_stem(config),
+      str(config.op, ", ", ops::kernel_path_name(config.path), " kernels, ", config.backward ? "fwd+bwd" : "fwd",
+          ", B=", config.batch, " T=", config.seq, " C=", config.channels, " H=", config.heads, " K=", config.kernel,
+          ", ", c10::toString(config.dtype), " on ", config.device.str()),
+      run, config.device);
   return make_timing(runs, config.warmup, peak_extra_bytes_on(run, config.device),
                      memory_method(config.device, "the inputs during one extra run"));
 }

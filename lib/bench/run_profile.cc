@@ -113,8 +113,7 @@ HostOpSummary summarize_host_ops(std::vector<HostOpSpan> spans, int runs) {
   double top_level_ns = 0;
   for (size_t i = 0; i < spans.size(); ++i) {
     const HostOpSpan& span = spans[i];
-    while (!open.empty() &&
-           (spans[open.back()].thread != span.thread || spans[open.back()].end_ns <= span.start_ns)) {
+    while (!open.empty() && (spans[open.back()].thread != span.thread || spans[open.back()].end_ns <= span.start_ns)) {
       open.pop_back();
     }
     const double duration = static_cast<double>(span.end_ns - span.start_ns);

@@ -95,10 +95,10 @@ int64_t peak_extra_bytes_on(const std::function<void()>& run, const torch::Devic
 }
 
 std::string memory_method(const torch::Device& device, const std::string& what) {
-  return device.is_cuda() ? str("peak bytes the CUDA caching allocator handed out above ", what,
-                                " (cuBLAS/cuDNN workspaces outside it not counted)")
-                          : str("peak CPU tensor bytes above ", what,
-                                " (counting c10 allocator; oneDNN/BLAS scratch not counted)");
+  return device.is_cuda()
+             ? str("peak bytes the CUDA caching allocator handed out above ", what,
+                   " (cuBLAS/cuDNN workspaces outside it not counted)")
+             : str("peak CPU tensor bytes above ", what, " (counting c10 allocator; oneDNN/BLAS scratch not counted)");
 }
 
 std::string device_words(const torch::Device& device) { return device.is_cuda() ? device.str() : "the CPU"; }

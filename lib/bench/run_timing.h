@@ -29,6 +29,7 @@ class DeviceClock {
   void mark();
   // Milliseconds between each mark and the next, in order; then the marks are cleared. CUDA: waits for the last.
   std::vector<double> intervals_ms();
+
  private:
   torch::Device device_;
   std::vector<std::chrono::steady_clock::time_point> wall_;

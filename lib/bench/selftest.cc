@@ -65,16 +65,14 @@ std::string selftest_route(const std::string& op, const torch::Device& device) {
   const std::string conv = cuda ? "kernels/cuda" : "kernels/cpu";
   if (op == "composite-attention") {
     if (!cuda) return "the tiled online-softmax kernel (kernels/cpu/attention_cpu)";
-    const std::string blocks =
-        "blocks of query rows through batched products (kernels/chunked/attention_chunked), "
-        "dropout from the Philox kernel of kernels/cuda/dropout_cuda";
+    const std::string blocks = "blocks of query rows through batched products (kernels/chunked/attention_chunked), "
+                               "dropout from the Philox kernel of kernels/cuda/dropout_cuda";
     switch (selftest_attention_route()) {
       case kernels::CudaAttentionRoute::kTiles:
         return "in float and double cabert's tiled online-softmax kernels (kernels/cuda/attention_cuda; a batch row "
                "with no real key or a head past 128: " +
                blocks + ")";
-      case kernels::CudaAttentionRoute::kBlocks:
-        return "in float and double " + blocks;
+      case kernels::CudaAttentionRoute::kBlocks: return "in float and double " + blocks;
       default:
         return "in float PyTorch's memory-efficient attention on the regions beyond the radius and banded products "
                "on the strip inside it (kernels/regions/attention_regions); in double " +
@@ -82,9 +80,10 @@ std::string selftest_route(const std::string& op, const torch::Device& device) {
     }
   }
   if (op == "convbert-attention") {
-    return str(cuda ? "at::scaled_dot_product_attention" : "at::scaled_dot_product_attention (in training with "
-                      "dropout, the tiled online-softmax kernel)", " for the attention heads, the dynamic conv of ",
-               conv, " for the conv heads");
+    return str(cuda ? "at::scaled_dot_product_attention"
+                    : "at::scaled_dot_product_attention (in training with "
+                      "dropout, the tiled online-softmax kernel)",
+               " for the attention heads, the dynamic conv of ", conv, " for the conv heads");
   }
   if (op == "dropout") {
     return cuda ? "the Philox kernel of kernels/cuda/dropout_cuda" : "the Philox lanes of kernels/cpu/dropout_cpu";

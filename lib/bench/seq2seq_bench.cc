@@ -56,13 +56,12 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   const int64_t train_peak = peak_extra_bytes_on(train_step, device);
   const std::string path_name = ops::kernel_path_name(c.path);
   auto profile = [&](const char* what, const std::string& description, const std::function<void()>& run) {
-    profile_if_asked(c.profile,
-                     str(std::filesystem::path(c.model_name).stem().string(), "-", path_name, "-", what, "-B", B,
-                         "-L", L),
-                     str(c.model_name, ", ", path_name, " kernels, ", description,
-                         c.amp ? " under bfloat16 autocast" : "", ", B=", B, " L=", L, " on ",
-                         device_words(device)),
-                     run, device);
+    profile_if_asked(
+        c.profile,
+        str(std::filesystem::path(c.model_name).stem().string(), "-", path_name, "-", what, "-B", B, "-L", L),
+        str(c.model_name, ", ", path_name, " kernels, ", description, c.amp ? " under bfloat16 autocast" : "",
+            ", B=", B, " L=", L, " on ", device_words(device)),
+        run, device);
   };
   profile("train", "training step (forward, label-smoothed cross-entropy, backward, AdamW)", train_step);
 
@@ -102,23 +101,23 @@ pb::BenchRecord bench_seq2seq_model(const Seq2SeqBenchConfig& c) {
   profile("generate", str("greedy generation of L tokens from a ", short_source.size(1), "-token source"), generate);
   steps_clock.intervals_ms();  // the marks of the peak's and the profile's runs, dropped
 
-  pb::BenchRecord record = model_record("seq2seq", c.model_name, c.model, c.path, B, L,
-                                        models::count_parameters(*model), device, c.amp);
-  *record.mutable_train_timing() =
-      make_timing(train, c.warmup, train_peak,
-                  memory_method(device, "the model, optimizer state and batch during one extra step"));
-  *record.mutable_inference_timing() = make_timing(
-      generation, c.warmup, generation_peak,
-      memory_method(device, "the model during one extra generation (incremental state included)"));
+  pb::BenchRecord record =
+      model_record("seq2seq", c.model_name, c.model, c.path, B, L, models::count_parameters(*model), device, c.amp);
+  *record.mutable_train_timing() = make_timing(
+      train, c.warmup, train_peak, memory_method(device, "the model, optimizer state and batch during one extra step"));
+  *record.mutable_inference_timing() =
+      make_timing(generation, c.warmup, generation_peak,
+                  memory_method(device, "the model during one extra generation (incremental state included)"));
   record.set_train_tokens_per_second(static_cast<double>(2 * B * L) / (record.train_timing().median_ms() / 1000));
   record.set_inference_tokens_per_second(static_cast<double>(B * L) / (record.inference_timing().median_ms() / 1000));
   record.set_generation_step_ms_first(first);
   record.set_generation_step_ms_last(last);
   *record.mutable_environment() = bench_environment();
-  record.set_note(str("training step: source and target of ", L, " tokens (train tok/s counts both), label-smoothed "
-                      "CE + backward + AdamW; generation: ", L, " tokens decoded incrementally (greedy, no EOS) ",
-                      "from a ", short_source.size(1), "-token source; step ms first/last: mean over the first/last ",
-                      "tenth"));
+  record.set_note(str("training step: source and target of ", L,
+                      " tokens (train tok/s counts both), label-smoothed "
+                      "CE + backward + AdamW; generation: ",
+                      L, " tokens decoded incrementally (greedy, no EOS) ", "from a ", short_source.size(1),
+                      "-token source; step ms first/last: mean over the first/last ", "tenth"));
   return record;
 }
 

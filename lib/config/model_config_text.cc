@@ -37,7 +37,6 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-
 void apply_override(pb::ModelConfig* config, const std::string& assignment) {
   using google::protobuf::FieldDescriptor;
   size_t eq = assignment.find('=');
@@ -96,7 +95,8 @@ void apply_override(pb::ModelConfig* config, const std::string& assignment) {
         std::string expected = field->type_name();
         if (field->type() == FieldDescriptor::TYPE_ENUM) {
           expected = "one of";
-          for (int v = 0; v < field->enum_type()->value_count(); ++v) expected += " " + field->enum_type()->value(v)->name();
+          for (int v = 0; v < field->enum_type()->value_count(); ++v)
+            expected += " " + field->enum_type()->value(v)->name();
         }
         throw UsageError(str("--set ", key, ": expected ", expected, ", got '", value, "'"));
       }

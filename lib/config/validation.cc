@@ -13,8 +13,9 @@ std::string model_config_problem(const pb::ModelConfig& c) {
   if (!(c.embedding_size() > 0 && c.hidden_size() > 0 && c.num_layers() > 0 && c.num_heads() > 0 &&
         c.intermediate_size() > 0 && c.max_length() > 0)) {
     return str("expected positive embedding_size, hidden_size, num_layers, num_heads, intermediate_size, "
-               "max_length, got ", c.embedding_size(), ", ", c.hidden_size(), ", ", c.num_layers(), ", ",
-               c.num_heads(), ", ", c.intermediate_size(), ", ", c.max_length());
+               "max_length, got ",
+               c.embedding_size(), ", ", c.hidden_size(), ", ", c.num_layers(), ", ", c.num_heads(), ", ",
+               c.intermediate_size(), ", ", c.max_length());
   }
   if (c.hidden_size() % c.num_heads() != 0) {
     return str("expected hidden_size divisible by num_heads, got ", c.hidden_size(), " and ", c.num_heads());
@@ -34,8 +35,8 @@ std::string model_config_problem(const pb::ModelConfig& c) {
   if (!(unit(c.mask_probability()) && unit(c.mask_token_fraction()) && unit(c.random_token_fraction()) &&
         c.mask_token_fraction() + c.random_token_fraction() <= 1 + 1e-6f)) {
     return str("expected mask_probability, mask_token_fraction and random_token_fraction in [0, 1] (the two fractions "
-               "summing to at most 1), got ", c.mask_probability(), ", ", c.mask_token_fraction(), ", ",
-               c.random_token_fraction());
+               "summing to at most 1), got ",
+               c.mask_probability(), ", ", c.mask_token_fraction(), ", ", c.random_token_fraction());
   }
   const auto& e = c.electra();
   if (!(unit(e.mask_probability()) && unit(e.mask_token_fraction()) && unit(e.max_predictions_fraction()))) {

@@ -18,8 +18,7 @@ std::string json_error_detail(const nlohmann::json::exception& error) {
 nlohmann::json parse_json_input(const std::string& text, int max_depth) {
   // `depth` counts the arrays and objects around the one that starts.
   auto bound = [max_depth](int depth, nlohmann::json::parse_event_t event, nlohmann::json&) {
-    if ((event == nlohmann::json::parse_event_t::object_start ||
-         event == nlohmann::json::parse_event_t::array_start) &&
+    if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
         depth >= max_depth) {
       throw TooDeep{};
     }

@@ -41,8 +41,7 @@ const char* level_name(LogLevel level) {
 std::string timestamp() {
   const auto now = std::chrono::system_clock::now();
   const std::time_t seconds = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  const auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
   std::tm utc{};
   gmtime_r(&seconds, &utc);
   char text[80];  // 24 bytes in practice; room for what -Wformat-truncation counts (any int in each field)
@@ -143,8 +142,7 @@ void set_log_subcommand(const std::string& name) {
 void log_message(LogLevel level, const std::string& message, bool to_stderr) {
   std::lock_guard<std::mutex> lock(g_mutex);
   const std::string time = timestamp();
-  const std::string text =
-      str(source(), ": ", level == LogLevel::kInfo ? "" : str(level_name(level), ": "), message);
+  const std::string text = str(source(), ": ", level == LogLevel::kInfo ? "" : str(level_name(level), ": "), message);
   nlohmann::json object = json_header(time, level_name(level));
   object["message"] = message;
   const std::string json_line = dump(object);

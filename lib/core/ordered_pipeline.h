@@ -165,10 +165,10 @@ class OrderedPipeline {
   std::mutex mutex_;
   std::condition_variable changed_;
   std::map<uint64_t, std::unique_ptr<Slot>> slots_;  // read, not yet consumed, by sequence number
-  std::deque<Slot*> todo_;                            // read, not yet worked on, in input order
+  std::deque<Slot*> todo_;                           // read, not yet worked on, in input order
   uint64_t read_count_ = 0, consumed_ = 0;
   bool read_done_ = false, stop_ = false;
-  PipelineTimes times_;  // read and work under the mutex; consume and wall by the calling thread
+  PipelineTimes times_;               // read and work under the mutex; consume and wall by the calling thread
   std::vector<std::thread> threads_;  // last: joined before the state above goes
 };
 

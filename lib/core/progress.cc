@@ -37,8 +37,13 @@ std::string human_duration(double seconds) {
 }
 
 Progress::Progress(std::string label, std::string unit, uint64_t total)
-    : label_(std::move(label)), unit_(std::move(unit)), total_(total),
-      start_(std::chrono::steady_clock::now()), last_print_(start_), last_file_line_(start_), tty_(isatty(STDERR_FILENO) != 0) {}
+    : label_(std::move(label)),
+      unit_(std::move(unit)),
+      total_(total),
+      start_(std::chrono::steady_clock::now()),
+      last_print_(start_),
+      last_file_line_(start_),
+      tty_(isatty(STDERR_FILENO) != 0) {}
 
 Progress::~Progress() {
   if (printed_ && !finished_ && redraws() && !quiet()) std::cerr << std::endl;

@@ -151,8 +151,7 @@ class CorpusBuild {
       std::string checksum_here = checksum == header_metadata.end() ? "none" : checksum->second;
       if (index > 0 && checksum_here != (recorded == metadata_.end() ? "none" : recorded->second)) {
         throw DataError(str(reader.name(), ": encoded with another tokenizer (checksum ", checksum_here, ") than ",
-                            options_.inputs[0], " (checksum ",
-                            recorded == metadata_.end() ? "none" : recorded->second,
+                            options_.inputs[0], " (checksum ", recorded == metadata_.end() ? "none" : recorded->second,
                             "); give token files of one tokenizer, or pass -m to check them against it"));
       }
       for (const std::string& key : text::tokenizer_metadata_keys()) {

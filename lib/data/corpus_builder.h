@@ -18,7 +18,7 @@ struct CorpusOptions {
   std::string output;           // a file, or with shards > 1 the prefix of OUT-0000i-of-0000N
   int max_length = 128;
   int shards = 1;
-  uint32_t frame_records = 0;   // > 0: records per frame, the unit data-parallel ranks share (else ~1 MiB)
+  uint32_t frame_records = 0;  // > 0: records per frame, the unit data-parallel ranks share (else ~1 MiB)
   size_t shuffle_buffer = 100000;
   uint64_t seed = 42;
   // Text inputs: one thread reads sentences, `threads` workers tokenize them in chunks of `chunk_sentences`

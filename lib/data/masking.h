@@ -13,10 +13,10 @@
 namespace cabert::data {
 
 struct MaskingOptions {
-  double select = 0.15;        // probability a regular token is selected
-  double mask_token = 0.8;     // selected -> [MASK]
-  double random_token = 0.1;   // selected -> random regular token (rest: kept)
-  double max_fraction = 0;     // > 0: at most int(max_fraction * length) selections per sequence
+  double select = 0.15;       // probability a regular token is selected
+  double mask_token = 0.8;    // selected -> [MASK]
+  double random_token = 0.1;  // selected -> random regular token (rest: kept)
+  double max_fraction = 0;    // > 0: at most int(max_fraction * length) selections per sequence
   int64_t vocab_size = 0;
   int64_t first_regular_id = 5;  // ids below are special ([PAD] [UNK] [CLS] [SEP] [MASK] sentinels)
   int64_t mask_id = 4;
@@ -35,6 +35,5 @@ MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, con
 // Every row draws from `rng`.
 MaskedBatch mask_tokens(const torch::Tensor& ids, const torch::Tensor& mask, const MaskingOptions& options,
                         std::mt19937_64& rng);
-
 
 }  // namespace cabert::data

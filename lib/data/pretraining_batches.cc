@@ -75,7 +75,8 @@ pb::PretrainingExample ExampleStream::next(uint64_t* example_seed) {
         if (share_.world_size > 1) {
           throw DataError(str(shards_[0], ": rank ", share_.rank, " of ", share_.world_size,
                               " got no training examples: the corpus has too few frames for ", share_.world_size,
-                              " ranks after holding out ", held_out_, " (rebuild it with `cabert build-corpus "
+                              " ranks after holding out ", held_out_,
+                              " (rebuild it with `cabert build-corpus "
                               "--frame-records N` for smaller frames, or use fewer processes)"));
         }
         throw DataError(str(shards_[0], ": no training examples left after holding out ", held_out_,
@@ -101,7 +102,8 @@ void ExampleStream::seek(const pb::DataPosition& position) {
   position_.set_epoch(position.epoch());
   open(position.shard());
   std::string skipped;
-  while (position.record() > 0 && (reader_->records_read() == 0 || reader_->last_record_index() + 1 < position.record())) {
+  while (position.record() > 0 &&
+         (reader_->records_read() == 0 || reader_->last_record_index() + 1 < position.record())) {
     if (!reader_->next_bytes(&skipped)) {
       throw UsageError(str("--resume: ", shards_[position.shard()], " holds fewer than ", position.record(),
                            " records; is this the corpus of the checkpoint?"));

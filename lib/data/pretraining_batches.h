@@ -71,5 +71,4 @@ struct Batch {
 // Pads to the longest example; segment ids from segment_a_length.
 Batch make_batch(const std::vector<pb::PretrainingExample>& examples);
 
-
 }  // namespace cabert::data

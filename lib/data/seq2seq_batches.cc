@@ -39,8 +39,8 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, con
   return batch;
 }
 
-std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples,
-                                                      int64_t max_tokens, int64_t max_rows) {
+std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples, int64_t max_tokens,
+                                                      int64_t max_rows) {
   if (max_tokens < 1 || max_rows < 1) {
     throw UsageError(str("batching: expected positive max tokens and rows, got ", max_tokens, " and ", max_rows));
   }

@@ -36,8 +36,8 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, con
 // Indices of `examples` grouped into batches: sorted by (source length, target length), each batch at most
 // max_rows rows and rows x (longest source + longest target + 1) <= max_tokens padded tokens (a single
 // example over the budget still gets a batch of its own). Every index appears exactly once.
-std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples,
-                                                      int64_t max_tokens, int64_t max_rows);
+std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples, int64_t max_tokens,
+                                                      int64_t max_rows);
 
 // Span corruption of a pre-training batch (ids/mask [B, T] as data::make_batch pads them): each row's regular
 // tokens (ids >= options.first_sentinel_id + options.num_sentinels, and [UNK]) form one chunk; rows with fewer

@@ -31,8 +31,8 @@ int64_t sentinel_index(int32_t id, int32_t first_sentinel_id, int32_t num_sentin
 void check_length(int64_t length) {
   if (length < 2) throw UsageError(str("span corruption: expected at least 2 tokens, got ", length));
   if (length > std::numeric_limits<int32_t>::max()) {
-    throw UsageError(str("span corruption: expected at most ", std::numeric_limits<int32_t>::max(),
-                         " tokens, got ", length));
+    throw UsageError(
+        str("span corruption: expected at most ", std::numeric_limits<int32_t>::max(), " tokens, got ", length));
   }
 }
 
@@ -63,10 +63,10 @@ SpanCounts span_counts(int64_t length, const SpanCorruptionOptions& options) {
   SpanCounts counts;
   counts.noise_tokens =
       std::clamp<int64_t>(round_half_even(static_cast<double>(length) * options.noise_density), 1, length - 1);
-  int64_t spans = std::max<int64_t>(
-      1, round_half_even(static_cast<double>(counts.noise_tokens) / options.mean_noise_span_length));
-  spans = std::min({spans, counts.noise_tokens, length - counts.noise_tokens,
-                    static_cast<int64_t>(options.num_sentinels) - 1});
+  int64_t spans =
+      std::max<int64_t>(1, round_half_even(static_cast<double>(counts.noise_tokens) / options.mean_noise_span_length));
+  spans = std::min(
+      {spans, counts.noise_tokens, length - counts.noise_tokens, static_cast<int64_t>(options.num_sentinels) - 1});
   counts.noise_spans = spans;
   return counts;
 }
@@ -82,8 +82,8 @@ uint64_t uniform_below(std::mt19937_64& rng, uint64_t bound) {
 
 std::vector<int64_t> random_segmentation(int64_t num_items, int64_t num_segments, std::mt19937_64& rng) {
   if (num_segments < 1 || num_segments > num_items) {
-    throw UsageError(str("random segmentation: expected 1 <= segments <= items, got ", num_segments,
-                         " segments of ", num_items, " items"));
+    throw UsageError(str("random segmentation: expected 1 <= segments <= items, got ", num_segments, " segments of ",
+                         num_items, " items"));
   }
   // starts[g] = 1: item g + 1 begins a new segment (item 0 always begins the first).
   std::vector<uint8_t> starts(static_cast<size_t>(num_items - 1), 0);
@@ -103,8 +103,7 @@ std::vector<uint8_t> random_spans_noise_mask(int64_t length, const SpanCorruptio
                                              std::mt19937_64& rng) {
   const SpanCounts counts = span_counts(length, options);
   const std::vector<int64_t> noise = random_segmentation(counts.noise_tokens, counts.noise_spans, rng);
-  const std::vector<int64_t> other =
-      random_segmentation(length - counts.noise_tokens, counts.noise_spans, rng);
+  const std::vector<int64_t> other = random_segmentation(length - counts.noise_tokens, counts.noise_spans, rng);
   std::vector<uint8_t> mask;
   mask.reserve(static_cast<size_t>(length));
   for (size_t i = 0; i < noise.size(); ++i) {
@@ -118,16 +117,16 @@ SpanCorruptionExample apply_noise_mask(const std::vector<int32_t>& tokens, const
                                        const SpanCorruptionOptions& options) {
   check_options(options);
   if (mask.size() != tokens.size()) {
-    throw UsageError(str("span corruption: expected a noise mask of ", tokens.size(),
-                         " entries (one per token), got ", mask.size()));
+    throw UsageError(str("span corruption: expected a noise mask of ", tokens.size(), " entries (one per token), got ",
+                         mask.size()));
   }
   check_length(static_cast<int64_t>(tokens.size()));
   int64_t spans = 0;
   for (size_t i = 0; i < tokens.size(); ++i) {
     const int64_t k = sentinel_index(tokens[i], options.first_sentinel_id, options.num_sentinels);
     if (k >= 0) {
-      throw DataError(str("span corruption: expected no sentinel ids among the tokens, got ", sentinel_name(k),
-                          " (id ", tokens[i], ") at position ", i));
+      throw DataError(str("span corruption: expected no sentinel ids among the tokens, got ", sentinel_name(k), " (id ",
+                          tokens[i], ") at position ", i));
     }
     if (mask[i] && (i == 0 || !mask[i - 1])) ++spans;
   }
@@ -160,8 +159,7 @@ SpanCorruptionExample corrupt_spans(const std::vector<int32_t>& tokens, const Sp
                                     std::mt19937_64& rng) {
   check_options(options);
   check_length(static_cast<int64_t>(tokens.size()));
-  return apply_noise_mask(tokens, random_spans_noise_mask(static_cast<int64_t>(tokens.size()), options, rng),
-                          options);
+  return apply_noise_mask(tokens, random_spans_noise_mask(static_cast<int64_t>(tokens.size()), options, rng), options);
 }
 
 std::vector<int32_t> reconstruct(const SpanCorruptionExample& example, int32_t first_sentinel_id,
@@ -184,16 +182,15 @@ std::vector<int32_t> reconstruct(const SpanCorruptionExample& example, int32_t f
     const auto expected = static_cast<int64_t>(sentinel_at.size());
     if (k != expected || expected > spans) {
       throw DataError(str("span corruption: expected ",
-                          expected > spans ? std::string("no sentinel after the closing one")
-                                           : sentinel_name(expected),
+                          expected > spans ? std::string("no sentinel after the closing one") : sentinel_name(expected),
                           " at target position ", t, ", got ", sentinel_name(k)));
     }
     sentinel_at.push_back(t);
   }
   if (static_cast<int64_t>(sentinel_at.size()) != spans + 1 || sentinel_at.back() != target.size() - 1) {
-    throw DataError(str("span corruption: expected the target to end with its closing sentinel ",
-                        sentinel_name(spans), ", got ", sentinel_at.size(), " sentinels, the last at position ",
-                        sentinel_at.back(), " of ", target.size()));
+    throw DataError(str("span corruption: expected the target to end with its closing sentinel ", sentinel_name(spans),
+                        ", got ", sentinel_at.size(), " sentinels, the last at position ", sentinel_at.back(), " of ",
+                        target.size()));
   }
   const auto noise_tokens = static_cast<int64_t>(target.size()) - (spans + 1);
   if (noise_tokens != example.noise_tokens) {
@@ -213,8 +210,8 @@ std::vector<int32_t> reconstruct(const SpanCorruptionExample& example, int32_t f
     }
     if (k != next || k >= spans) {
       throw DataError(str("span corruption: expected ",
-                          next >= spans ? std::string("no more sentinels") : sentinel_name(next),
-                          " at input position ", i, ", got ", sentinel_name(k)));
+                          next >= spans ? std::string("no more sentinels") : sentinel_name(next), " at input position ",
+                          i, ", got ", sentinel_name(k)));
     }
     const size_t k_at = sentinel_at[static_cast<size_t>(k)];
     tokens.insert(tokens.end(), target.begin() + static_cast<std::ptrdiff_t>(k_at + 1),

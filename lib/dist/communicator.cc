@@ -46,8 +46,8 @@ Communicator::Communicator(const Environment& env, const torch::Device& device, 
     group_->store = c10::make_intrusive<c10d::TCPStore>(env.master_addr, store_options);
   } catch (const std::exception& error) {
     throw Error(str(describe(), ": could not reach the rendezvous at ", env.master_addr, ":", env.master_port,
-                    " within ", timeout.count(), " s (is rank 0 running, and is the port free?): ",
-                    first_line(error.what())));
+                    " within ", timeout.count(),
+                    " s (is rank 0 running, and is the port free?): ", first_line(error.what())));
   }
   auto process_group = c10::make_intrusive<c10d::ProcessGroup>(group_->store, env.rank, env.world_size);
   try {
@@ -86,8 +86,8 @@ std::string Communicator::describe() const { return str("rank ", env_.rank, " of
 void Communicator::fail(const std::string& what, const std::exception& error) const {
   const auto* c10_error = dynamic_cast<const c10::Error*>(&error);
   const std::string detail = c10_error != nullptr ? c10_error->what_without_backtrace() : error.what();
-  throw Error(str(describe(), ": ", what, " failed: a peer process died or did not answer within ",
-                  timeout_.count(), " s (--dist-timeout); stopping. c10d said: ", first_line(detail)));
+  throw Error(str(describe(), ": ", what, " failed: a peer process died or did not answer within ", timeout_.count(),
+                  " s (--dist-timeout); stopping. c10d said: ", first_line(detail)));
 }
 
 void Communicator::all_reduce_sum(std::vector<double>& values, const std::string& what) {

@@ -11,8 +11,8 @@ namespace cabert::dist {
 struct Environment {
   int rank = 0;
   int world_size = 1;
-  int local_rank = 0;          // picks the GPU (cuda:LOCAL_RANK)
-  int local_world_size = 1;    // processes on this machine (they share its cores)
+  int local_rank = 0;        // picks the GPU (cuda:LOCAL_RANK)
+  int local_world_size = 1;  // processes on this machine (they share its cores)
   std::string master_addr = "127.0.0.1";
   int master_port = 29500;
   bool distributed() const { return world_size > 1; }

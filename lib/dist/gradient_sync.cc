@@ -50,12 +50,11 @@ class ReducerSync : public GradientSync {
     std::vector<int64_t> limits_for_rebuild(limits.rbegin(), limits.rend());
     // find_unused_parameters: a task head may not use every parameter (mean pooling skips the pooler); the
     // Reducer then marks those ready itself instead of waiting for a gradient that never comes.
-    reducer_ = std::make_unique<c10d::Reducer>(parameters_, std::move(buckets), std::move(group), sparse,
-                                               kBucketBytes, /*find_unused_parameters=*/true,
-                                               /*gradient_as_bucket_view=*/false,
-                                               std::unordered_map<size_t, std::string>{}, kFirstBucketBytes,
-                                               /*skip_all_reduce_unused_params=*/false,
-                                               /*use_python_reducer=*/false, std::move(limits_for_rebuild));
+    reducer_ = std::make_unique<c10d::Reducer>(
+        parameters_, std::move(buckets), std::move(group), sparse, kBucketBytes, /*find_unused_parameters=*/true,
+        /*gradient_as_bucket_view=*/false, std::unordered_map<size_t, std::string>{}, kFirstBucketBytes,
+        /*skip_all_reduce_unused_params=*/false,
+        /*use_python_reducer=*/false, std::move(limits_for_rebuild));
   }
 
   void prepare(const torch::Tensor& loss) override {

@@ -212,9 +212,9 @@ class TaskEvaluation final : public CheckpointEvaluation {
 EvaluatedFile TaskEvaluation::evaluate(size_t index) {
   const auto& [path, target, split] = files_.at(index);
   SplitPredictions predictions =
-      text_to_text_ ? predict_text_to_text(text_model_.model, definition_, text_model_.verbalizer, split, *tokenizer_,
-                                           predict_)
-                    : predict_split(loaded_.model, definition_, split, *tokenizer_, predict_);
+      text_to_text_
+          ? predict_text_to_text(text_model_.model, definition_, text_model_.verbalizer, split, *tokenizer_, predict_)
+          : predict_split(loaded_.model, definition_, split, *tokenizer_, predict_);
   if (text_to_text_ && !predictions.labeled && !options_.predictions.empty()) {
     submission_labels_only(&predictions, definition_, options_.unmatched_label, path);
   }
@@ -223,8 +223,8 @@ EvaluatedFile TaskEvaluation::evaluate(size_t index) {
   }
   EvaluatedFile row;
   row.labeled = predictions.labeled;
-  row.record = evaluation_record(options_, model_name_, split.metrics_task, fs::path(path).stem().string(), path,
-                                 split.size());
+  row.record =
+      evaluation_record(options_, model_name_, split.metrics_task, fs::path(path).stem().string(), path, split.size());
   if (!row.labeled) return row;
   row.metrics = predictions.metrics;
   for (const auto& [metric, value] : predictions.metrics) (*row.record.mutable_metrics())[metric] = value;
@@ -280,9 +280,10 @@ class TranslationEvaluation final : public CheckpointEvaluation {
   int stored_limit(const char* key) const {
     const auto& metadata = loaded_.info.metadata();
     auto found = metadata.find(key);
-    return found == metadata.end() ? 256
-                                   : static_cast<int>(parse_integer(found->second, 1, 1 << 20,
-                                                                    str(options_.checkpoint, ": metadata '", key, "'")));
+    return found == metadata.end()
+               ? 256
+               : static_cast<int>(
+                     parse_integer(found->second, 1, 1 << 20, str(options_.checkpoint, ": metadata '", key, "'")));
   }
 
   // Every file is read first, as for the tasks.
@@ -295,8 +296,8 @@ class TranslationEvaluation final : public CheckpointEvaluation {
       }
       if (!options_.predictions.empty()) {
         const std::string name = fs::path(entry.pairs.source_path).stem().string() + "." + files_.target_lang;
-        entry.target = predictions_target(options_.predictions, name, entry.pairs.source_path, options_.data.size(),
-                                          &targets);
+        entry.target =
+            predictions_target(options_.predictions, name, entry.pairs.source_path, options_.data.size(), &targets);
       }
       splits_.push_back(std::move(entry));
     }
@@ -314,8 +315,8 @@ class TranslationEvaluation final : public CheckpointEvaluation {
 
 EvaluatedFile TranslationEvaluation::evaluate(size_t index) {
   const auto& [path, target, pairs] = splits_.at(index);
-  std::vector<data::Seq2SeqExample> examples = tasks::encode_pairs(
-      pairs, *tokenizer_, stored_limit("max_source_tokens"), stored_limit("max_target_tokens"));
+  std::vector<data::Seq2SeqExample> examples =
+      tasks::encode_pairs(pairs, *tokenizer_, stored_limit("max_source_tokens"), stored_limit("max_target_tokens"));
   std::vector<std::string> references;
   for (const auto& pair : pairs.pairs) references.push_back(pair.target);
   std::vector<std::string> hypotheses = translate_examples(loaded_.model, examples, *tokenizer_, translate_);
@@ -327,8 +328,8 @@ EvaluatedFile TranslationEvaluation::evaluate(size_t index) {
   EvaluatedFile row;
   row.translation = score_translations(hypotheses, references);
   const std::string split = fs::is_directory(path) ? options_.split : fs::path(path).stem().string();
-  row.record = evaluation_record(options_, model_name_, tasks::translation_task_name(files_), split,
-                                 pairs.source_path, hypotheses.size());
+  row.record = evaluation_record(options_, model_name_, tasks::translation_task_name(files_), split, pairs.source_path,
+                                 hypotheses.size());
   row.metrics = {{"bleu", row.translation.bleu.score / 100}, {"chrf", row.translation.chrf.score / 100}};
   for (const auto& [metric, value] : row.metrics) (*row.record.mutable_metrics())[metric] = value;
   row.record.set_score(row.translation.bleu.score);
@@ -353,11 +354,10 @@ tasks::TaskDefinition evaluated_definition(const tasks::TaskDefinition& trained,
   const std::string& judged = same_labels ? tasks::glue_task(trained.name).judgement : trained.name;
   const std::string& asked = same_labels ? tasks::glue_task(requested.name).judgement : requested.name;
   if (judged != asked) {
-    throw UsageError(str(checkpoint, " was fine-tuned on ", trained.name, "; it cannot be evaluated as ",
-                         requested.name,
-                         same_labels ? str(" (", trained.name, "'s labels judge ", judged, ", ", requested.name, "'s ",
-                                           asked, ")")
-                                     : std::string()));
+    throw UsageError(
+        str(checkpoint, " was fine-tuned on ", trained.name, "; it cannot be evaluated as ", requested.name,
+            same_labels ? str(" (", trained.name, "'s labels judge ", judged, ", ", requested.name, "'s ", asked, ")")
+                        : std::string()));
   }
   return requested;  // e.g. an MNLI model on AX (diagnostic)
 }

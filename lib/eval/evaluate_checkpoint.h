@@ -24,14 +24,14 @@
 namespace cabert::eval {
 
 struct EvaluationOptions {
-  std::string checkpoint;          // a checkpoint file (io::resolve_checkpoint_argument takes a model directory)
-  std::vector<std::string> data;   // task files, a GLUE directory meaning its dev files; translation: TSV files
-                                   // or directories of SPLIT.LANG files
-  std::string task;                // "" = the checkpoint's; see evaluated_definition
-  std::string tokenizer;           // "" = the checkpoint's
-  std::string name;                // the records' model name; "" = the checkpoint's directory (record_model_name)
-  std::string output;              // metrics records (cabert.pb.TaskMetrics); "" = none
-  std::string predictions;         // a file, or a directory (existing or ending in '/'); "" = none
+  std::string checkpoint;         // a checkpoint file (io::resolve_checkpoint_argument takes a model directory)
+  std::vector<std::string> data;  // task files, a GLUE directory meaning its dev files; translation: TSV files
+                                  // or directories of SPLIT.LANG files
+  std::string task;               // "" = the checkpoint's; see evaluated_definition
+  std::string tokenizer;          // "" = the checkpoint's
+  std::string name;               // the records' model name; "" = the checkpoint's directory (record_model_name)
+  std::string output;             // metrics records (cabert.pb.TaskMetrics); "" = none
+  std::string predictions;        // a file, or a directory (existing or ending in '/'); "" = none
   torch::Device device = torch::kCPU;
   bool skip_bad_rows = false;
   // Task models.
@@ -45,10 +45,10 @@ struct EvaluationOptions {
   // text; "" = such a submission is refused.
   std::string unmatched_label;
   // Translation models.
-  std::string split = "test";             // the split of a data directory
-  std::string source_lang, target_lang;   // "" = the checkpoint's
-  TranslateOptions translate;             // its device is `device`
-  uint64_t max_examples = 0;              // only the first N pairs of each file (0 = all)
+  std::string split = "test";            // the split of a data directory
+  std::string source_lang, target_lang;  // "" = the checkpoint's
+  TranslateOptions translate;            // its device is `device`
+  uint64_t max_examples = 0;             // only the first N pairs of each file (0 = all)
 };
 
 // One data file scored.

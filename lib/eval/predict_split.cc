@@ -15,7 +15,7 @@ namespace cabert::eval {
 using tasks::TaskKind;
 
 MetricMap classification_metrics(const tasks::TaskDefinition& definition, const std::vector<int>& predicted,
-                                       const std::vector<int>& gold) {
+                                 const std::vector<int>& gold) {
   MetricMap metrics;
   metrics["accuracy"] = eval::accuracy(predicted, gold);
   for (const auto& name : definition.metrics) {
@@ -61,9 +61,9 @@ SplitPredictions predict_sentences(models::TaskModel& model, const tasks::TaskDe
     std::vector<size_t> indices;
     for (size_t i = begin; i < std::min(features.size(), begin + options.batch_size); ++i) indices.push_back(i);
     tasks::Batch batch = tasks::collate(features, indices, definition.kind);
-    torch::Tensor output = model->forward(batch.ids.to(options.device), batch.segments.to(options.device),
-                                          batch.mask.to(options.device))
-                               .to(torch::kCPU, torch::kFloat32);
+    torch::Tensor output =
+        model->forward(batch.ids.to(options.device), batch.segments.to(options.device), batch.mask.to(options.device))
+            .to(torch::kCPU, torch::kFloat32);
     if (definition.kind == TaskKind::kRegression) {
       auto values = output.accessor<float, 1>();
       for (size_t r = 0; r < indices.size(); ++r) {
@@ -95,16 +95,17 @@ SplitPredictions predict_sentences(models::TaskModel& model, const tasks::TaskDe
     }
   }
   if (split.labeled) {
-    out.metrics = definition.kind == TaskKind::kRegression ? regression_metrics(predicted_values, gold_values)
-                                                           : classification_metrics(definition, predicted_classes,
-                                                                                    gold_classes);
+    out.metrics = definition.kind == TaskKind::kRegression
+                      ? regression_metrics(predicted_values, gold_values)
+                      : classification_metrics(definition, predicted_classes, gold_classes);
     out.score = eval::task_score(split.metrics_task, out.metrics);
   }
   return out;
 }
 
-SplitPredictions predict_spans(models::TaskModel& model, const tasks::TaskDefinition& definition, const tasks::TaskSplit& split,
-                               const text::Tokenizer& tokenizer, const PredictOptions& options) {
+SplitPredictions predict_spans(models::TaskModel& model, const tasks::TaskDefinition& definition,
+                               const tasks::TaskSplit& split, const text::Tokenizer& tokenizer,
+                               const PredictOptions& options) {
   SplitPredictions out;
   tasks::SquadOptions squad = options.squad;
   tasks::SquadFeatures features = tasks::squad_features(split.squad, tokenizer, squad);
@@ -157,8 +158,9 @@ SplitPredictions predict_spans(models::TaskModel& model, const tasks::TaskDefini
 
 }  // namespace
 
-SplitPredictions predict_split(models::TaskModel& model, const tasks::TaskDefinition& definition, const tasks::TaskSplit& split,
-                               const text::Tokenizer& tokenizer, const PredictOptions& options) {
+SplitPredictions predict_split(models::TaskModel& model, const tasks::TaskDefinition& definition,
+                               const tasks::TaskSplit& split, const text::Tokenizer& tokenizer,
+                               const PredictOptions& options) {
   torch::NoGradGuard no_grad;
   bool was_training = model->is_training();
   model->eval();
@@ -190,8 +192,8 @@ std::string predictions_file_text(const SplitPredictions& predictions, const tas
         if (!scores.empty()) scores += ',';
         scores += buffer;
       }
-      text += predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores +
-              "\n";
+      text +=
+          predictions.ids[i] + "\t" + predictions.predictions[i] + "\t" + predictions.golds[i] + "\t" + scores + "\n";
     }
   }
   return text;

@@ -67,15 +67,14 @@ uint32_t lower(uint32_t cp) {
 }
 
 bool is_ascii_punctuation(uint32_t cp) {
-  return cp < 0x80 && ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) ||
-                       (cp >= 123 && cp <= 126));
+  return cp < 0x80 &&
+         ((cp >= 33 && cp <= 47) || (cp >= 58 && cp <= 64) || (cp >= 91 && cp <= 96) || (cp >= 123 && cp <= 126));
 }
 
 // Python's str.split() separators among the characters that occur in practice.
 bool is_space(uint32_t cp) {
   return cp == ' ' || (cp >= 9 && cp <= 13) || (cp >= 0x1C && cp <= 0x1F) || cp == 0x85 || cp == 0xA0 ||
-         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F ||
-         cp == 0x3000;
+         (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
 }
 
 // Python's \w, approximated: ASCII letters, digits and '_', and every non-ASCII character except spaces and
@@ -83,8 +82,9 @@ bool is_space(uint32_t cp) {
 bool is_word(uint32_t cp) {
   if (cp < 0x80) return (cp >= '0' && cp <= '9') || (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || cp == '_';
   if (is_space(cp)) return false;
-  if (cp >= 0xA1 && cp <= 0xBF) return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
-                                       (cp >= 0xBC && cp <= 0xBE);
+  if (cp >= 0xA1 && cp <= 0xBF)
+    return cp == 0xAA || cp == 0xB2 || cp == 0xB3 || cp == 0xB5 || cp == 0xB9 || cp == 0xBA ||
+           (cp >= 0xBC && cp <= 0xBE);
   if (cp == 0xD7 || cp == 0xF7) return false;
   if (cp >= 0x2000 && cp <= 0x206F) return false;
   return true;
@@ -209,8 +209,8 @@ double max_token_f1(const std::string& prediction, const std::vector<std::string
 SquadScores squad_scores(const std::vector<std::string>& predictions,
                          const std::vector<std::vector<std::string>>& golds) {
   if (predictions.size() != golds.size()) {
-    throw Error(str("SQuAD scores: expected one prediction per question, got ", predictions.size(),
-                    " predictions for ", golds.size(), " questions"));
+    throw Error(str("SQuAD scores: expected one prediction per question, got ", predictions.size(), " predictions for ",
+                    golds.size(), " questions"));
   }
   SquadScores scores;
   scores.total = predictions.size();

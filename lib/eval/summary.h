@@ -32,12 +32,12 @@ struct SummaryCell {
 };
 
 struct SummaryTable {
-  std::vector<std::string> models;  // first-seen order
-  std::vector<std::string> tasks;   // GLUE tasks in table order, then the others sorted
+  std::vector<std::string> models;                                  // first-seen order
+  std::vector<std::string> tasks;                                   // GLUE tasks in table order, then the others sorted
   std::map<std::string, std::map<std::string, SummaryCell>> cells;  // model -> task -> cell
-  std::map<std::string, double> glue;                                // model -> GLUE score (when any GLUE task)
-  std::map<std::string, double> glue_best;                           // model -> GLUE score of the best runs
-  std::map<std::string, std::vector<std::string>> glue_tasks;        // model -> tasks averaged
+  std::map<std::string, double> glue;                               // model -> GLUE score (when any GLUE task)
+  std::map<std::string, double> glue_best;                          // model -> GLUE score of the best runs
+  std::map<std::string, std::vector<std::string>> glue_tasks;       // model -> tasks averaged
 };
 
 // Uses BEST_OF_RUN and EVALUATION records; per-epoch records are ignored. Several records for one model

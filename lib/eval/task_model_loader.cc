@@ -10,7 +10,7 @@ LoadedTaskModel load_task_model(const std::string& path, torch::Device device) {
   io::Checkpoint checkpoint = io::load_checkpoint(path);
   if (checkpoint.info.kind() != "finetune") {
     throw DataError(str(path, ": expected a fine-tuned checkpoint (from `cabert finetune`), got a '",
-                         checkpoint.info.kind(), "' checkpoint"));
+                        checkpoint.info.kind(), "' checkpoint"));
   }
   LoadedTaskModel loaded;
   loaded.info = checkpoint.info;

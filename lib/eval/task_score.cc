@@ -32,7 +32,7 @@ double task_score(const std::string& task, const MetricMap& metrics) {
 }
 
 const std::vector<std::string>& glue_table_tasks() {
-  static const std::vector<std::string> tasks = {"CoLA",    "SST-2", "MRPC", "STS-B", "QQP",
+  static const std::vector<std::string> tasks = {"CoLA",   "SST-2",   "MRPC", "STS-B", "QQP",
                                                  "MNLI-m", "MNLI-mm", "QNLI", "RTE",   "WNLI"};
   return tasks;
 }

@@ -77,8 +77,8 @@ SplitPredictions predict_text_to_text(models::Seq2SeqModel& model, const tasks::
 SplitPredictions score_generated(const tasks::TaskDefinition& definition, const LabelMatcher& matcher,
                                  const tasks::TaskSplit& split, const std::vector<std::string>& generated) {
   if (generated.size() != split.data.examples.size()) {
-    throw Error(str("text-to-text: expected one output per example of ", split.path, " (",
-                    split.data.examples.size(), "), got ", generated.size()));
+    throw Error(str("text-to-text: expected one output per example of ", split.path, " (", split.data.examples.size(),
+                    "), got ", generated.size()));
   }
   SplitPredictions out;
   out.labeled = split.labeled;
@@ -139,8 +139,10 @@ bool is_text_to_text(const pb::CheckpointInfo& info) {
 LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::Device device) {
   LoadedSeq2SeqModel seq2seq = load_seq2seq_model(path, device);
   if (seq2seq.info.kind() != "finetune" || !is_text_to_text(seq2seq.info)) {
-    throw DataError(str(path, ": expected a text-to-text fine-tuned checkpoint (from `cabert finetune` of an "
-                         "encoder-decoder on a classification task), got a '", seq2seq.info.kind(), "' checkpoint"));
+    throw DataError(str(path,
+                        ": expected a text-to-text fine-tuned checkpoint (from `cabert finetune` of an "
+                        "encoder-decoder on a classification task), got a '",
+                        seq2seq.info.kind(), "' checkpoint"));
   }
   const auto& metadata = seq2seq.info.metadata();
   auto get = [&](const std::string& key) {
@@ -157,7 +159,8 @@ LoadedTextToTextModel load_text_to_text_model(const std::string& path, torch::De
     throw DataError(str(path, ": expected ", loaded.definition.labels.size(), " label texts, got ",
                         loaded.verbalizer.texts.size()));
   }
-  loaded.max_length = static_cast<int>(parse_integer(get("max_length"), 1, 1 << 20, str(path, ": metadata 'max_length'")));
+  loaded.max_length =
+      static_cast<int>(parse_integer(get("max_length"), 1, 1 << 20, str(path, ": metadata 'max_length'")));
   return loaded;
 }
 

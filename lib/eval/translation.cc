@@ -39,8 +39,8 @@ std::vector<std::string> translate_examples(models::Seq2SeqModel& model,
     search.max_length = std::min<int64_t>(
         search.max_length, static_cast<int64_t>(std::floor(options.max_len_a * longest)) + options.max_len_b);
     search.max_length = std::max(search.max_length, search.min_length);
-    std::vector<generate::Hypothesis> best = generate::generate_batch(
-        model, batch.source.to(options.device), batch.source_mask.to(options.device), search);
+    std::vector<generate::Hypothesis> best =
+        generate::generate_batch(model, batch.source.to(options.device), batch.source_mask.to(options.device), search);
     for (size_t r = 0; r < rows.size(); ++r) {
       std::vector<int> ids;
       for (int64_t token : best[r].tokens) {
@@ -64,9 +64,10 @@ TranslationScores score_translations(const std::vector<std::string>& hypotheses,
 LoadedSeq2SeqModel load_seq2seq_model(const std::string& path, torch::Device device) {
   io::Checkpoint checkpoint = io::load_checkpoint(path);
   if (!checkpoint.info.model().has_seq2seq()) {
-    throw DataError(str(path, ": expected an encoder-decoder checkpoint (from `cabert finetune --task translation`), "
-                        "got a '", checkpoint.info.kind(), "' checkpoint of the encoder '",
-                        checkpoint.info.model().name(), "'"));
+    throw DataError(str(path,
+                        ": expected an encoder-decoder checkpoint (from `cabert finetune --task translation`), "
+                        "got a '",
+                        checkpoint.info.kind(), "' checkpoint of the encoder '", checkpoint.info.model().name(), "'"));
   }
   LoadedSeq2SeqModel loaded;
   loaded.info = checkpoint.info;

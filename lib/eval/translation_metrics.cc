@@ -28,12 +28,25 @@ constexpr int kBleuOrder = 4;
 // U+3000, the file/group/record/unit separators) but not U+200B.
 bool is_python_space(char32_t c) {
   switch (c) {
-    case 0x09: case 0x0A: case 0x0B: case 0x0C: case 0x0D: case 0x1C: case 0x1D: case 0x1E: case 0x1F:
-    case 0x20: case 0x85: case 0xA0: case 0x1680: case 0x2028: case 0x2029: case 0x202F: case 0x205F:
-    case 0x3000:
-      return true;
-    default:
-      return c >= 0x2000 && c <= 0x200A;
+    case 0x09:
+    case 0x0A:
+    case 0x0B:
+    case 0x0C:
+    case 0x0D:
+    case 0x1C:
+    case 0x1D:
+    case 0x1E:
+    case 0x1F:
+    case 0x20:
+    case 0x85:
+    case 0xA0:
+    case 0x1680:
+    case 0x2028:
+    case 0x2029:
+    case 0x202F:
+    case 0x205F:
+    case 0x3000: return true;
+    default: return c >= 0x2000 && c <= 0x200A;
   }
 }
 
@@ -148,15 +161,21 @@ std::string split_13a_punctuation(const std::string& text) {
   // ([^0-9])([\.,]) -> "\1 \2 ": period and comma not preceded by a digit.
   out = substitute_pairs(
       out, [](unsigned char a, unsigned char b) { return !is_digit(a) && is_period_or_comma(b); },
-      [](std::string* o, char a, char b) { o->append({a, ' ', b, ' '}); });
+      [](std::string* o, char a, char b) {
+        o->append({a, ' ', b, ' '});
+      });
   // ([\.,])([^0-9]) -> " \1 \2": period and comma not followed by a digit.
   out = substitute_pairs(
       out, [](unsigned char a, unsigned char b) { return is_period_or_comma(a) && !is_digit(b); },
-      [](std::string* o, char a, char b) { o->append({' ', a, ' ', b}); });
+      [](std::string* o, char a, char b) {
+        o->append({' ', a, ' ', b});
+      });
   // ([0-9])(-) -> "\1 \2 ": a dash after a digit.
   return substitute_pairs(
       out, [](unsigned char a, unsigned char b) { return is_digit(a) && b == '-'; },
-      [](std::string* o, char a, char b) { o->append({a, ' ', b, ' '}); });
+      [](std::string* o, char a, char b) {
+        o->append({a, ' ', b, ' '});
+      });
 }
 
 // ---- n-gram counting ---------------------------------------------------------------------------------
@@ -338,8 +357,10 @@ static_assert(kChrfCharOrder <= 6, "CharGram holds at most 6 code points");
 // The n-gram `shorter` (n - 1 code points) extended by its n-th code point `next`.
 CharGram extend(CharGram shorter, char32_t next, int n) {
   const uint64_t bits = static_cast<uint64_t>(next) << (21 * ((n - 1) % 3));
-  if (n <= 3) shorter.first |= bits;
-  else shorter.second |= bits;
+  if (n <= 3)
+    shorter.first |= bits;
+  else
+    shorter.second |= bits;
   return shorter;
 }
 
@@ -452,10 +473,9 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses,
                        const std::vector<std::vector<std::string>>& references, const BleuOptions& options) {
   check_streams(hypotheses, references);
   BleuResult result;
-  for_each_segment(hypotheses, references,
-                   [&](const std::string& hyp, const std::vector<const std::string*>& refs) {
-                     add_bleu_segment(hyp, refs, &result);
-                   });
+  for_each_segment(hypotheses, references, [&](const std::string& hyp, const std::vector<const std::string*>& refs) {
+    add_bleu_segment(hyp, refs, &result);
+  });
   finish_bleu(options.smoothing, &result);
   return result;
 }
@@ -463,10 +483,10 @@ BleuResult corpus_bleu(const std::vector<std::string>& hypotheses,
 std::string format_bleu(const BleuResult& result) {
   char buffer[256];
   std::snprintf(buffer, sizeof buffer,
-                "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)",
-                result.score, result.precisions[0], result.precisions[1], result.precisions[2],
-                result.precisions[3], result.brevity_penalty, result.ratio,
-                static_cast<long long>(result.hyp_length), static_cast<long long>(result.ref_length));
+                "BLEU = %.2f %.1f/%.1f/%.1f/%.1f (BP = %.3f ratio = %.3f hyp_len = %lld ref_len = %lld)", result.score,
+                result.precisions[0], result.precisions[1], result.precisions[2], result.precisions[3],
+                result.brevity_penalty, result.ratio, static_cast<long long>(result.hyp_length),
+                static_cast<long long>(result.ref_length));
   return buffer;
 }
 

@@ -50,8 +50,8 @@ struct BleuResult {
   double score = 0;                    // 0..100
   std::array<double, 4> precisions{};  // percent, smoothed as the score uses them (sacreBLEU's .precisions)
   double brevity_penalty = 0;
-  double ratio = 0;  // hyp_length / ref_length, 0 when ref_length is 0
-  int64_t hyp_length = 0, ref_length = 0;  // 13a tokens; ref_length sums the closest reference per sentence
+  double ratio = 0;                           // hyp_length / ref_length, 0 when ref_length is 0
+  int64_t hyp_length = 0, ref_length = 0;     // 13a tokens; ref_length sums the closest reference per sentence
   std::array<int64_t, 4> correct{}, total{};  // clipped matches and hypothesis n-grams per order 1..4
 };
 
@@ -78,7 +78,7 @@ struct ChrfOrderStats {
 };
 
 struct ChrfResult {
-  double score = 0;  // 0..100
+  double score = 0;                                     // 0..100
   std::array<ChrfOrderStats, kChrfCharOrder> orders{};  // n = 1..6
 };
 

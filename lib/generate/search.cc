@@ -114,10 +114,10 @@ torch::Tensor repeated_ngram_mask(const torch::Tensor& history, int64_t n, int64
   // An n-gram starting at i repeats when its first n-1 tokens equal the last n-1 generated: then its last
   // token history[i + n - 1] is banned. Windows i = 0 .. length - n are the ones with a token after them.
   const int64_t starts = length - n + 1;
-  torch::Tensor prefixes = history.unfold(1, n - 1, 1).narrow(1, 0, starts);  // [N, starts, n-1]
+  torch::Tensor prefixes = history.unfold(1, n - 1, 1).narrow(1, 0, starts);     // [N, starts, n-1]
   torch::Tensor suffix = history.narrow(1, length - n + 1, n - 1).unsqueeze(1);  // [N, 1, n-1]
-  torch::Tensor matches = prefixes.eq(suffix).all(2);                          // [N, starts]
-  torch::Tensor next = history.narrow(1, n - 1, starts);                       // [N, starts]
+  torch::Tensor matches = prefixes.eq(suffix).all(2);                            // [N, starts]
+  torch::Tensor next = history.narrow(1, n - 1, starts);                         // [N, starts]
   banned.scatter_add_(1, next, matches.to(torch::kLong));
   return banned.gt(0);
 }
@@ -161,8 +161,7 @@ std::vector<Hypothesis> greedy_search(StepModel& model, int64_t batch, const Sea
     const torch::Tensor finished_tokens = history.index_select(0, finished_index).cpu().contiguous();
     const torch::Tensor finished_log_probs = log_prob.index_select(0, finished_index).to(torch::kCPU, torch::kDouble);
     for (size_t i = 0; i < finished_rows.size(); ++i) {
-      results[example[finished_rows[i]]] =
-          finished(finished_tokens[i], finished_log_probs[i].item<double>(), options);
+      results[example[finished_rows[i]]] = finished(finished_tokens[i], finished_log_probs[i].item<double>(), options);
     }
     if (kept_rows.empty()) break;
     const torch::Tensor kept = long_tensor(kept_rows, device);

@@ -32,14 +32,14 @@
 namespace cabert::generate {
 
 struct SearchOptions {
-  int64_t beam_size = 4;          // hypotheses kept (and returned) per example; greedy ignores it
-  int64_t max_length = 200;       // generated tokens before EOS, at most (EOS forced after them)
-  int64_t min_length = 0;         // generated tokens before EOS, at least
-  double length_penalty = 1.0;    // score = log_prob / length^length_penalty
-  int64_t no_repeat_ngram = 0;    // 0: off; n: never repeat an n-gram of generated tokens
-  int64_t bos_id = 2;             // fed at step 0 ([CLS] in cabert's vocabularies)
-  int64_t eos_id = 3;             // ends a hypothesis ([SEP])
-  int64_t pad_id = 0;             // never generated ([PAD])
+  int64_t beam_size = 4;        // hypotheses kept (and returned) per example; greedy ignores it
+  int64_t max_length = 200;     // generated tokens before EOS, at most (EOS forced after them)
+  int64_t min_length = 0;       // generated tokens before EOS, at least
+  double length_penalty = 1.0;  // score = log_prob / length^length_penalty
+  int64_t no_repeat_ngram = 0;  // 0: off; n: never repeat an n-gram of generated tokens
+  int64_t bos_id = 2;           // fed at step 0 ([CLS] in cabert's vocabularies)
+  int64_t eos_id = 3;           // ends a hypothesis ([SEP])
+  int64_t pad_id = 0;           // never generated ([PAD])
 };
 
 // UsageError ("beam_size: expected >= 1, got 0", ...) when the options cannot describe a search.

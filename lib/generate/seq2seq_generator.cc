@@ -6,8 +6,8 @@ Seq2SeqStepModel::Seq2SeqStepModel(models::Seq2SeqModel model, const torch::Tens
                                    const torch::Tensor& source_mask, int64_t rows_per_example)
     : model_(std::move(model)), device_(source.device()) {
   torch::Tensor memory = model_->encode(source, source_mask);
-  torch::Tensor rows = torch::arange(source.size(0), source.options().dtype(torch::kInt64))
-                           .repeat_interleave(rows_per_example);
+  torch::Tensor rows =
+      torch::arange(source.size(0), source.options().dtype(torch::kInt64)).repeat_interleave(rows_per_example);
   state_ = model_->start_decoding(memory.index_select(0, rows), source_mask.index_select(0, rows));
 }
 

@@ -84,10 +84,9 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
           "`tokenizer_config.json` (special ids: [PAD]=0 [UNK]=1 [CLS]=2 [SEP]=3 [MASK]=4, then the sentinels).\n"
           "Inputs are framed as cabert frames them: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, segment ids 0 for\n"
           "`[CLS] a [SEP]` and 1 for `b [SEP]`.\n\n";
-  const std::string tokenize =
-      "import sentencepiece as spm, torch\n"
-      "sp = spm.SentencePieceProcessor(model_file=\"DIR/tokenizer.model\")\n"
-      "ids = torch.tensor([[2] + sp.encode(\"a sentence\") + [3]])\n";
+  const std::string tokenize = "import sentencepiece as spm, torch\n"
+                               "sp = spm.SentencePieceProcessor(model_file=\"DIR/tokenizer.model\")\n"
+                               "ids = torch.tensor([[2] + sp.encode(\"a sentence\") + [3]])\n";
   if (family != HfFamily::kNone) {
     text += str("Hugging Face transformers computes this model: `", architecture, "` (model_type `",
                 hf_model_type(family), "`).\n\n```python\nfrom transformers import ", architecture, "\n", tokenize,
@@ -97,21 +96,25 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
               "differ at the positions next to it. Unpadded inputs give cabert's outputs.\n";
     }
     if (facts.head == ModelHead::kClassification && family != HfFamily::kBert) {
-      text += "\nThe classification head is BERT's pooler, `out_proj(tanh(dense(h[CLS])))`, stored as `classifier.dense`\n"
-              "and `classifier.out_proj`; HF's own head applies GELU instead of tanh. To get cabert's predictions:\n\n"
-              "```python\nfrom transformers import " + std::string(family == HfFamily::kConvBert ? "ConvBert" : "Electra") +
-              "ForSequenceClassification as Cls\nm = Cls.from_pretrained(\"DIR\").eval()\n"
-              "m.classifier.forward = lambda h, **kw: m.classifier.out_proj(torch.tanh(m.classifier.dense(h[:, 0])))\n```\n";
+      text +=
+          "\nThe classification head is BERT's pooler, `out_proj(tanh(dense(h[CLS])))`, stored as `classifier.dense`\n"
+          "and `classifier.out_proj`; HF's own head applies GELU instead of tanh. To get cabert's predictions:\n\n"
+          "```python\nfrom transformers import " +
+          std::string(family == HfFamily::kConvBert ? "ConvBert" : "Electra") +
+          "ForSequenceClassification as Cls\nm = Cls.from_pretrained(\"DIR\").eval()\n"
+          "m.classifier.forward = lambda h, **kw: m.classifier.out_proj(torch.tanh(m.classifier.dense(h[:, 0])))\n```\n";
     }
     if (facts.head == ModelHead::kElectra && family == HfFamily::kConvBert) {
       text += "\nHF has no ConvBERT pre-training class: `discriminator_predictions.*` hold the replaced-token head\n"
               "(dense, GELU, dense_prediction), which `ConvBertModel` ignores.\n";
     }
   } else {
-    text += str("No Hugging Face class computes this model: ", why_not, ".\nThe tensors keep cabert's module "
-                "names (cabert's docs/export.md documents them); `config.json[\"cabert\"][\"model\"]` "
-                "is the exact model config.\n\n```python\nfrom safetensors.torch import load_file\nimport json\n",
-                "tensors = load_file(\"DIR/model.safetensors\")\nconfig = json.load(open(\"DIR/config.json\"))[\"cabert\"][\"model\"]\n```\n");
+    text += str(
+        "No Hugging Face class computes this model: ", why_not,
+        ".\nThe tensors keep cabert's module "
+        "names (cabert's docs/export.md documents them); `config.json[\"cabert\"][\"model\"]` "
+        "is the exact model config.\n\n```python\nfrom safetensors.torch import load_file\nimport json\n",
+        "tensors = load_file(\"DIR/model.safetensors\")\nconfig = json.load(open(\"DIR/config.json\"))[\"cabert\"][\"model\"]\n```\n");
   }
   if (generator) text += "\n`generator/` holds the ELECTRA generator, a masked-LM model directory of its own.\n";
   return text;
@@ -157,7 +160,8 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
   HfTarget target = hf_target(config, summary.head);
   // A model imported from ELECTRA's classes goes back to them (with E = H, BERT's would compute it too).
   auto imported = checkpoint.info.metadata().find("imported_model_type");
-  if (target.family == HfFamily::kBert && imported != checkpoint.info.metadata().end() && imported->second == "electra") {
+  if (target.family == HfFamily::kBert && imported != checkpoint.info.metadata().end() &&
+      imported->second == "electra") {
     target.family = HfFamily::kElectra;
   }
   auto pooling = checkpoint.info.metadata().find("pooling");
@@ -218,8 +222,7 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
       for (const auto& [name, tensor] : generator) g_exported.emplace_back(name, tensor);
     }
     nlohmann::json g_json = export_config_json(g, g_target.family, g_facts);
-    write_model_dir(generator_dir.string(), g_exported, g_json, tokenizer,
-                    config.max_length(),
+    write_model_dir(generator_dir.string(), g_exported, g_json, tokenizer, config.max_length(),
                     loading_readme(g_target.family, g_json["architectures"][0].get<std::string>(), g_facts,
                                    g_target.why_not, false));
     summary.generator = true;

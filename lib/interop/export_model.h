@@ -32,7 +32,7 @@ struct ExportSummary {
   std::string architecture;  // HF class, or "cabert/..." for the families HF lacks
   std::string why_not;       // family == kNone: why
   size_t tensors = 0;
-  bool generator = false;    // generator/ written
+  bool generator = false;  // generator/ written
 };
 
 ExportSummary export_checkpoint(const ExportOptions& options);

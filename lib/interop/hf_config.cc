@@ -198,12 +198,16 @@ pb::ModelConfig model_config_from_json(const json& j, const std::string& path, H
   if (!j.is_object()) throw DataError(str(path, ": expected a JSON object"));
   const std::string type = string_or(j, "model_type", "", path);
   HfFamily f = HfFamily::kNone;
-  if (type == "bert") f = HfFamily::kBert;
-  else if (type == "electra") f = HfFamily::kElectra;
-  else if (type == "convbert") f = HfFamily::kConvBert;
+  if (type == "bert")
+    f = HfFamily::kBert;
+  else if (type == "electra")
+    f = HfFamily::kElectra;
+  else if (type == "convbert")
+    f = HfFamily::kConvBert;
   else if (type != "cabert") {
-    throw DataError(str(path, ": model_type '", type, "' cannot be imported; cabert imports bert, electra and "
-                              "convbert (and its own exports)"));
+    throw DataError(str(path, ": model_type '", type,
+                        "' cannot be imported; cabert imports bert, electra and "
+                        "convbert (and its own exports)"));
   }
   auto block = j.find("cabert");
   if (f == HfFamily::kNone && block == j.end()) throw DataError(str(path, ": missing key 'cabert'"));

@@ -17,13 +17,13 @@ namespace cabert::interop {
 // What config.json says about the checkpoint beyond the architecture.
 struct ExportFacts {
   ModelHead head = ModelHead::kEncoder;
-  std::string checkpoint_kind;   // "pretrain" / "finetune"
-  std::string objective;         // "mlm", "electra", "span-corruption", ... ("" if unknown)
+  std::string checkpoint_kind;  // "pretrain" / "finetune"
+  std::string objective;        // "mlm", "electra", "span-corruption", ... ("" if unknown)
   uint64_t step = 0;
-  std::string task;              // fine-tuned: the task name
+  std::string task;                 // fine-tuned: the task name
   std::vector<std::string> labels;  // classification labels in class order; empty for regression and spans
   bool regression = false;
-  int64_t num_labels = 0;        // classification: labels, regression: 1
+  int64_t num_labels = 0;  // classification: labels, regression: 1
 };
 
 nlohmann::json export_config_json(const pb::ModelConfig& config, HfFamily family, const ExportFacts& facts);

@@ -23,8 +23,8 @@ std::string convbert_mismatch(const pb::ModelConfig& c) {
   const int64_t H = c.hidden_size(), N = c.num_heads();
   const int64_t hf_heads = std::max<int64_t>(1, N / std::max(1, cb.head_ratio()));
   if (H % hf_heads != 0 || (H / hf_heads) / 2 != H / N) {
-    return str("HF's ConvBERT head size (H / (N / ratio)) / 2 = ", (H / hf_heads) / 2, " differs from cabert's H / N = ",
-               H / N, " (only head_ratio 2 agrees)");
+    return str("HF's ConvBERT head size (H / (N / ratio)) / 2 = ", (H / hf_heads) / 2,
+               " differs from cabert's H / N = ", H / N, " (only head_ratio 2 agrees)");
   }
   const int groups = std::max(1, cb.ffn_groups());
   if (c.hidden_size() % groups || c.intermediate_size() % groups) return "FFN groups do not divide the sizes";
@@ -44,8 +44,8 @@ void add_embeddings(std::vector<TensorLink>& links, const std::string& from, con
 }
 
 // The stack (projection + layers) of `config` under cabert's `from` ("encoder.stack.", "generator.").
-void add_stack(std::vector<TensorLink>& links, const pb::ModelConfig& config, HfFamily family,
-               const std::string& from, const std::string& hf) {
+void add_stack(std::vector<TensorLink>& links, const pb::ModelConfig& config, HfFamily family, const std::string& from,
+               const std::string& hf) {
   if (config.embedding_size() != config.hidden_size()) {
     add_linear(links, from + "embedding_projection", hf + "embeddings_project");
   }
@@ -125,7 +125,8 @@ HfTarget hf_target(const pb::ModelConfig& config, ModelHead head) {
     return {HfFamily::kNone, "transformers has no class for cabert's encoder-decoders (Wu et al.'s and Tay et al.'s "
                              "convolution blocks, its post-LN Transformer with tied embeddings)"};
   }
-  if (config.normalize_mixer_output()) return {HfFamily::kNone, "Tay et al.'s X + LN(Mix(X)) blocks exist only in cabert"};
+  if (config.normalize_mixer_output())
+    return {HfFamily::kNone, "Tay et al.'s X + LN(Mix(X)) blocks exist only in cabert"};
   if (config.family() == pb::BERT) {
     if (!only_absolute_positions(config.attention())) {
       return {HfFamily::kNone, str("the attention variant '", config.attention().variant(),

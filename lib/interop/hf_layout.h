@@ -63,8 +63,8 @@ struct HfTarget {
 };
 HfTarget hf_target(const pb::ModelConfig& config, ModelHead head);
 
-const char* hf_model_type(HfFamily family);     // "bert", "electra", "convbert"
-std::string hf_base_prefix(HfFamily family);    // "bert.", "electra.", "convbert."
+const char* hf_model_type(HfFamily family);   // "bert", "electra", "convbert"
+std::string hf_base_prefix(HfFamily family);  // "bert.", "electra.", "convbert."
 // The class whose outputs equal cabert's (the base model class where HF's head computes something else).
 std::string hf_architecture(HfFamily family, ModelHead head);
 

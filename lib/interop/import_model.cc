@@ -130,16 +130,17 @@ ImportSummary import_model(const ImportOptions& options) {
     // An ELECTRA with E = H computes what BERT computes: it keeps ELECTRA's names.
     const bool same_maths = summary.family == HfFamily::kElectra && target.family == HfFamily::kBert;
     if (target.family != summary.family && !same_maths) {
-      throw DataError(str(config_path, ": cabert cannot compute this ", hf_model_type(summary.family), " model: ",
-                          target.family == HfFamily::kNone ? target.why_not
-                                                           : str("it maps to ", hf_model_type(target.family))));
+      throw DataError(
+          str(config_path, ": cabert cannot compute this ", hf_model_type(summary.family), " model: ",
+              target.family == HfFamily::kNone ? target.why_not : str("it maps to ", hf_model_type(target.family))));
     }
     links = hf_links(config, summary.family, summary.head);
   } else {
     if (!config.has_seq2seq()) {
       summary.head = detect_head([&](const std::string& name) { return names.has(name); });
     }
-    if (summary.head == ModelHead::kClassification || summary.head == ModelHead::kSpan) summary.head = ModelHead::kEncoder;
+    if (summary.head == ModelHead::kClassification || summary.head == ModelHead::kSpan)
+      summary.head = ModelHead::kEncoder;
   }
   std::map<std::string, TensorLink> link_of;
   for (const auto& link : links) link_of[link.cabert] = link;
@@ -181,7 +182,8 @@ ImportSummary import_model(const ImportOptions& options) {
     check_tied(file, names, "cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight");
     check_tied(file, names, "cls.predictions.decoder.bias", "cls.predictions.bias");
   } else if (summary.family != HfFamily::kNone) {
-    check_tied(file, names, "generator_lm_head.weight", hf_base_prefix(summary.family) + "embeddings.word_embeddings.weight");
+    check_tied(file, names, "generator_lm_head.weight",
+               hf_base_prefix(summary.family) + "embeddings.word_embeddings.weight");
   }
   for (const auto& name : names.all()) {
     if (!used.count(name)) summary.ignored.push_back(name);
@@ -211,7 +213,9 @@ ImportSummary import_model(const ImportOptions& options) {
     info.set_step((*block)["step"].get<uint64_t>());
   }
   auto& meta = *info.mutable_metadata();
-  meta["objective"] = summary.head == ModelHead::kMlm ? "mlm" : summary.head == ModelHead::kElectra ? "electra" : "none";
+  meta["objective"] = summary.head == ModelHead::kMlm       ? "mlm"
+                      : summary.head == ModelHead::kElectra ? "electra"
+                                                            : "none";
   if (block != config_json.end() && block->contains("objective") && (*block)["objective"].is_string() &&
       !(*block)["objective"].get<std::string>().empty()) {
     meta["objective"] = (*block)["objective"].get<std::string>();

@@ -19,8 +19,11 @@ void write_tokenizer_files(const std::string& dir, const text::Tokenizer& tokeni
   j["tokenizer_type"] = "sentencepiece";
   j["pad_token"] = "[PAD]", j["unk_token"] = "[UNK]", j["cls_token"] = "[CLS]", j["sep_token"] = "[SEP]";
   j["mask_token"] = "[MASK]";
-  j["special_ids"] = {{"[PAD]", SpecialTokens::kPad}, {"[UNK]", SpecialTokens::kUnk}, {"[CLS]", SpecialTokens::kCls},
-                      {"[SEP]", SpecialTokens::kSep}, {"[MASK]", SpecialTokens::kMask}};
+  j["special_ids"] = {{"[PAD]", SpecialTokens::kPad},
+                      {"[UNK]", SpecialTokens::kUnk},
+                      {"[CLS]", SpecialTokens::kCls},
+                      {"[SEP]", SpecialTokens::kSep},
+                      {"[MASK]", SpecialTokens::kMask}};
   nlohmann::json sentinels = nlohmann::json::array();
   for (int i = 0; i < tokenizer.num_sentinels(); ++i) {
     sentinels.push_back({{"piece", tokenizer.id_to_piece(tokenizer.sentinel_id(i))}, {"id", tokenizer.sentinel_id(i)}});

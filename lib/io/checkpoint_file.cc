@@ -15,9 +15,9 @@ constexpr const char* kType = "cabert.pb.CheckpointEntry";
 
 const std::vector<std::pair<std::string, torch::ScalarType>>& dtype_names() {
   static const std::vector<std::pair<std::string, torch::ScalarType>> names = {
-      {"float32", torch::kFloat32}, {"float64", torch::kFloat64}, {"float16", torch::kFloat16},
-      {"bfloat16", torch::kBFloat16}, {"int64", torch::kInt64}, {"int32", torch::kInt32},
-      {"uint8", torch::kUInt8}, {"bool", torch::kBool}};
+      {"float32", torch::kFloat32},   {"float64", torch::kFloat64}, {"float16", torch::kFloat16},
+      {"bfloat16", torch::kBFloat16}, {"int64", torch::kInt64},     {"int32", torch::kInt32},
+      {"uint8", torch::kUInt8},       {"bool", torch::kBool}};
   return names;
 }
 

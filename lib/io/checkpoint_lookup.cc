@@ -49,7 +49,8 @@ std::string resolve_checkpoint_argument(const std::string& path, const std::stri
     log_info(flag, " ", path, ": using ", it->second);
     return it->second;
   }
-  throw UsageError(str(flag, ": ", path, " is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert"));
+  throw UsageError(
+      str(flag, ": ", path, " is a directory with neither best.cabert nor a readable checkpoint-<step>.cabert"));
 }
 
 }  // namespace cabert::io

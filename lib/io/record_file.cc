@@ -133,9 +133,8 @@ RecordWriter::RecordWriter(const std::string& path, const std::string& type,
   header_.set_config(run_context().config);
   for (const auto& [key, value] : metadata) (*header_.mutable_metadata())[key] = value;
   header_.set_appended(options_.appended);
-  header_.set_created_unix(std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count());
+  header_.set_created_unix(
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count());
   ZSTD_CCtx_setParameter(zstd_->context, ZSTD_c_compressionLevel, options_.compression_level);
   ZSTD_CCtx_setParameter(zstd_->context, ZSTD_c_checksumFlag, 1);
   std::string magic = magic_frame();
@@ -148,8 +147,8 @@ RecordWriter::~RecordWriter() = default;
 void RecordWriter::write(const google::protobuf::Message& record) {
   if (closed_) throw Error("internal: write after close on " + out_.path());
   if (record.GetDescriptor()->full_name() != header_.message_type()) {
-    throw Error(str("internal: writing a ", record.GetDescriptor()->full_name(), " into a file of ",
-                    header_.message_type()));
+    throw Error(
+        str("internal: writing a ", record.GetDescriptor()->full_name(), " into a file of ", header_.message_type()));
   }
   const size_t size = record.ByteSizeLong();
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) {
@@ -272,8 +271,8 @@ bool RecordReader::read_marker(Marker* marker, bool end_allowed) {
   if (got == 0 && end_allowed) return false;
   if (got < kMarkerSize && end_allowed && header_.appended()) return false;  // its writer is mid-frame
   if (got < kMarkerSize) {
-    fail(marker->offset, str("truncated file: expected a ", kMarkerSize, "-byte frame marker, got ", got,
-                             " bytes before the end"));
+    fail(marker->offset,
+         str("truncated file: expected a ", kMarkerSize, "-byte frame marker, got ", got, " bytes before the end"));
   }
   if (get_u32(bytes) != kMarkerFrameId || get_u32(bytes + 4) != kMarkerPayload) {
     fail(marker->offset, "corrupted file: expected a frame marker");
@@ -331,8 +330,8 @@ std::string RecordReader::decompress_frame(const Marker& marker, const std::stri
     data.resize(before + output.pos);
     if (ZSTD_isError(status)) fail(marker.offset, str("corrupted zstd frame: ", ZSTD_getErrorName(status)));
     if (data.size() > marker.decompressed_size) {
-      fail(marker.offset, str("corrupted frame: decompresses to more than the ", marker.decompressed_size,
-                              " bytes its marker says"));
+      fail(marker.offset,
+           str("corrupted frame: decompresses to more than the ", marker.decompressed_size, " bytes its marker says"));
     }
     if (status != 0 && input.pos == input.size && output.pos < room) {
       fail(marker.offset, "corrupted zstd frame: it ends before its last block");
@@ -340,8 +339,8 @@ std::string RecordReader::decompress_frame(const Marker& marker, const std::stri
   }
   if (input.pos != input.size) fail(marker.offset, "corrupted frame: bytes after the end of its zstd frame");
   if (data.size() != marker.decompressed_size) {
-    fail(marker.offset, str("corrupted frame: decompressed to ", data.size(), " bytes, the marker says ",
-                            marker.decompressed_size));
+    fail(marker.offset,
+         str("corrupted frame: decompressed to ", data.size(), " bytes, the marker says ", marker.decompressed_size));
   }
   return data;
 }
@@ -368,14 +367,14 @@ void RecordReader::skip_frame(const Marker& marker) {
 
 void RecordReader::expect(const std::string& type) const {
   if (header_.message_type() != type) {
-    throw DataError(str(name_, ": expected ", describe_record_type(type), ", got ",
-                        describe_record_type(header_.message_type())));
+    throw DataError(
+        str(name_, ": expected ", describe_record_type(type), ", got ", describe_record_type(header_.message_type())));
   }
   const RecordType* known = find_record_type(type);
   if (known && header_.schema_version() > known->schema_version) {
-    throw DataError(str(name_, ": ", known->description, " written with schema version ",
-                        header_.schema_version(), " (cabert ", header_.cabert_version(),
-                        "); this cabert reads up to version ", known->schema_version, ", upgrade it"));
+    throw DataError(str(name_, ": ", known->description, " written with schema version ", header_.schema_version(),
+                        " (cabert ", header_.cabert_version(), "); this cabert reads up to version ",
+                        known->schema_version, ", upgrade it"));
   }
 }
 
@@ -390,8 +389,7 @@ bool RecordReader::load_next_records_frame() {
     Marker marker;
     if (!read_marker(&marker, true)) {
       if (!header_.appended()) {
-        fail(offset_, str("truncated file: it ends without the end-of-file frame (", records_read_,
-                          " records read)"));
+        fail(offset_, str("truncated file: it ends without the end-of-file frame (", records_read_, " records read)"));
       }
       return end_unfinished();
     }
@@ -445,8 +443,8 @@ bool RecordReader::end_unfinished() {
 bool RecordReader::next_view(const char** data, size_t* size) {
   while (frame_position_ >= frame_.size()) {
     if (frame_records_seen_ != frame_records_expected_) {
-      fail(frame_offset_, str("corrupted frame: holds ", frame_records_seen_, " records, its marker says ",
-                              frame_records_expected_));
+      fail(frame_offset_,
+           str("corrupted frame: holds ", frame_records_seen_, " records, its marker says ", frame_records_expected_));
     }
     if (done_) return false;
     if (!load_next_records_frame()) return false;
@@ -489,8 +487,8 @@ bool RecordReader::next(google::protobuf::Message* record) {
   if (!next_view(&data, &size)) return false;
   // Parsed straight from the decompressed frame: no copy per record on the training input path.
   if (!record->ParseFromArray(data, static_cast<int>(size))) {
-    fail(frame_offset_, str("corrupted record ", records_read_, ": not a valid ",
-                            record->GetDescriptor()->full_name()));
+    fail(frame_offset_,
+         str("corrupted record ", records_read_, ": not a valid ", record->GetDescriptor()->full_name()));
   }
   return true;
 }

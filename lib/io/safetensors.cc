@@ -126,8 +126,8 @@ std::string padded_header(const std::string& path, const std::vector<const SafeT
   }
   text.resize((text.size() + 7) / 8 * 8, ' ');
   if (text.size() > kSafetensorsMaxHeaderBytes) {
-    throw Error(str(path, ": the header would take ", text.size(), " bytes, over the ",
-                    kSafetensorsMaxHeaderBytes, "-byte limit of the format"));
+    throw Error(str(path, ": the header would take ", text.size(), " bytes, over the ", kSafetensorsMaxHeaderBytes,
+                    "-byte limit of the format"));
   }
   return text;
 }
@@ -257,13 +257,13 @@ SafetensorsFile::SafetensorsFile(std::string path) : path_(std::move(path)) {
     // Both checks come before the header buffer is allocated.
     if (header_bytes_ > file_size - 8) {
       throw DataError(at_offset(path_, 0,
-                                str("header length ", header_bytes_, " runs past the end of the file (",
-                                    file_size, " bytes): truncated or not a safetensors file")));
+                                str("header length ", header_bytes_, " runs past the end of the file (", file_size,
+                                    " bytes): truncated or not a safetensors file")));
     }
     if (header_bytes_ > kSafetensorsMaxHeaderBytes) {
       throw DataError(at_offset(path_, 0,
-                                str("header length ", header_bytes_, " exceeds the ",
-                                    kSafetensorsMaxHeaderBytes, "-byte limit of the format")));
+                                str("header length ", header_bytes_, " exceeds the ", kSafetensorsMaxHeaderBytes,
+                                    "-byte limit of the format")));
     }
     std::string header(header_bytes_, '\0');
     read_at(8, header.data(), header.size());
@@ -318,8 +318,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
     throw DataError(str(path_, ": header: arrays and objects nested deeper than ", kMaxJsonDepth, " levels"));
   } catch (const nlohmann::json::parse_error& error) {
     uint64_t position = error.byte > 0 ? error.byte - 1 : 0;
-    throw DataError(
-        at_offset(path_, 8 + position, str("header is not valid JSON: ", parse_error_detail(error))));
+    throw DataError(at_offset(path_, 8 + position, str("header is not valid JSON: ", parse_error_detail(error))));
   } catch (const nlohmann::json::out_of_range& error) {
     // A number beyond double's range ("1e400"): nlohmann refuses it without a position.
     throw DataError(at_offset(path_, 8, str("header is not valid JSON: ", json_error_detail(error))));
@@ -331,13 +330,12 @@ void SafetensorsFile::parse_header(const std::string& header) {
     if (name == "__metadata__") {
       if (value.is_null()) continue;  // the reference reads null as "no metadata"
       if (!value.is_object()) {
-        throw DataError(
-            str(path_, ": header: __metadata__ must be an object of strings, got ", value.type_name()));
+        throw DataError(str(path_, ": header: __metadata__ must be an object of strings, got ", value.type_name()));
       }
       for (const auto& [key, text] : value.items()) {
         if (!text.is_string()) {
-          throw DataError(str(path_, ": header: __metadata__ value of '", key, "' must be a string, got ",
-                              text.type_name()));
+          throw DataError(
+              str(path_, ": header: __metadata__ value of '", key, "' must be a string, got ", text.type_name()));
         }
         metadata_[key] = text.get<std::string>();
       }
@@ -345,8 +343,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
     }
     const std::string where = str(path_, ": tensor '", name, "': ");
     if (!value.is_object()) {
-      throw DataError(
-          str(where, "expected an object with dtype, shape and data_offsets, got ", value.type_name()));
+      throw DataError(str(where, "expected an object with dtype, shape and data_offsets, got ", value.type_name()));
     }
     for (const char* field : {"dtype", "shape", "data_offsets"}) {
       if (!value.contains(field)) throw DataError(str(where, "missing \"", field, "\""));
@@ -354,8 +351,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
     SafeTensorInfo info;
     info.name = name;
     const Json& dtype = value["dtype"];
-    auto parsed_dtype =
-        dtype.is_string() ? parse_safe_dtype(dtype.get_ref<const std::string&>()) : std::nullopt;
+    auto parsed_dtype = dtype.is_string() ? parse_safe_dtype(dtype.get_ref<const std::string&>()) : std::nullopt;
     if (!parsed_dtype) throw DataError(str(where, "unknown dtype ", dtype.dump()));
     info.dtype = *parsed_dtype;
 
@@ -366,8 +362,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
       ok = ok && dim <= static_cast<uint64_t>(std::numeric_limits<int64_t>::max());
       info.shape.push_back(static_cast<int64_t>(dim));
     }
-    if (!ok)
-      throw DataError(str(where, "shape must be an array of non-negative integers, got ", shape.dump()));
+    if (!ok) throw DataError(str(where, "shape must be an array of non-negative integers, got ", shape.dump()));
 
     const Json& offsets = value["data_offsets"];
     ok = offsets.is_array() && offsets.size() == 2;
@@ -376,8 +371,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
       if (ok) info.end = get_u64(offsets[1], &ok);
     }
     if (!ok) {
-      throw DataError(
-          str(where, "data_offsets must be [begin, end] with non-negative integers, got ", offsets.dump()));
+      throw DataError(str(where, "data_offsets must be [begin, end] with non-negative integers, got ", offsets.dump()));
     }
     const std::string offsets_text = str("data_offsets ", range_text(info.begin, info.end));
     if (info.end < info.begin) throw DataError(str(where, offsets_text, " end before they begin"));
@@ -391,8 +385,7 @@ void SafetensorsFile::parse_header(const std::string& header) {
                                        : " has too many elements (its size overflows 64 bits)"));
     }
     if (*needed != info.bytes()) {
-      throw DataError(
-          str(where, offsets_text, " hold ", info.bytes(), " bytes but ", dtype_shape, " needs ", *needed));
+      throw DataError(str(where, offsets_text, " hold ", info.bytes(), " bytes but ", dtype_shape, " needs ", *needed));
     }
     tensors_.push_back(std::move(info));
   }
@@ -408,29 +401,27 @@ void SafetensorsFile::check_layout(uint64_t file_size) const {
   uint64_t covered = 0;  // the buffer is covered up to here
   const SafeTensorInfo* previous = nullptr;
   for (const auto& info : tensors_) {
-    const std::string where =
-        str("tensor '", info.name, "': data_offsets ", range_text(info.begin, info.end));
+    const std::string where = str("tensor '", info.name, "': data_offsets ", range_text(info.begin, info.end));
     if (info.begin < covered) {
       throw DataError(str(path_, ": ", where, " overlap tensor '", previous->name, "' at ",
                           range_text(previous->begin, previous->end)));
     }
     if (info.begin > covered) {
-      throw DataError(at_offset(
-          path_, data_start() + covered,
-          str(where, " leave bytes [", covered, ", ", info.begin, ") of the data buffer to no tensor")));
+      throw DataError(
+          at_offset(path_, data_start() + covered,
+                    str(where, " leave bytes [", covered, ", ", info.begin, ") of the data buffer to no tensor")));
     }
     if (info.end > buffer_size) {
-      throw DataError(at_offset(
-          path_, data_start() + info.begin,
-          str(where, " run past the end of the data buffer (", buffer_size, " bytes): truncated file?")));
+      throw DataError(
+          at_offset(path_, data_start() + info.begin,
+                    str(where, " run past the end of the data buffer (", buffer_size, " bytes): truncated file?")));
     }
     covered = info.end;
     previous = &info;
   }
   if (covered != buffer_size) {
-    throw DataError(
-        at_offset(path_, data_start() + covered,
-                  str(buffer_size - covered, " bytes after the last tensor belong to no tensor")));
+    throw DataError(at_offset(path_, data_start() + covered,
+                              str(buffer_size - covered, " bytes after the last tensor belong to no tensor")));
   }
 }
 

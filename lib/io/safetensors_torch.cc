@@ -13,9 +13,9 @@ struct DtypePair {
 
 const std::vector<DtypePair>& dtype_pairs() {
   static const std::vector<DtypePair> pairs = {
-      {SafeDtype::kF64, torch::kFloat64}, {SafeDtype::kF32, torch::kFloat32}, {SafeDtype::kF16, torch::kFloat16},
-      {SafeDtype::kBF16, torch::kBFloat16}, {SafeDtype::kI64, torch::kInt64}, {SafeDtype::kI32, torch::kInt32},
-      {SafeDtype::kI16, torch::kInt16}, {SafeDtype::kI8, torch::kInt8}, {SafeDtype::kU8, torch::kUInt8},
+      {SafeDtype::kF64, torch::kFloat64},   {SafeDtype::kF32, torch::kFloat32}, {SafeDtype::kF16, torch::kFloat16},
+      {SafeDtype::kBF16, torch::kBFloat16}, {SafeDtype::kI64, torch::kInt64},   {SafeDtype::kI32, torch::kInt32},
+      {SafeDtype::kI16, torch::kInt16},     {SafeDtype::kI8, torch::kInt8},     {SafeDtype::kU8, torch::kUInt8},
       {SafeDtype::kBool, torch::kBool},
   };
   return pairs;
@@ -32,7 +32,8 @@ std::optional<torch::ScalarType> torch_dtype(SafeDtype dtype) {
 
 const char* torch_readable_dtypes() { return "F64, F32, F16, BF16, I64, I32, I16, I8, U8, BOOL"; }
 
-void write_tensors_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+void write_tensors_safetensors(const std::string& path,
+                               const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                                const std::map<std::string, std::string>& metadata) {
   std::vector<torch::Tensor> keep;  // contiguous CPU copies outlive the views
   std::vector<SafeTensorView> views;
@@ -42,8 +43,9 @@ void write_tensors_safetensors(const std::string& path, const std::vector<std::p
     for (const auto& p : dtype_pairs()) {
       if (p.torch == tensor.scalar_type()) pair = &p;
     }
-    if (pair == nullptr) throw Error(str(path, ": tensor '", name, "' has dtype ", tensor.scalar_type(),
-                                         ", which safetensors export does not support"));
+    if (pair == nullptr)
+      throw Error(str(path, ": tensor '", name, "' has dtype ", tensor.scalar_type(),
+                      ", which safetensors export does not support"));
     keep.push_back(tensor.detach().to(torch::kCPU).contiguous());
     const torch::Tensor& t = keep.back();
     views.push_back({name, pair->safe, t.sizes().vec(), t.data_ptr(), static_cast<size_t>(t.nbytes())});

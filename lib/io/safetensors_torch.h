@@ -20,7 +20,8 @@ const char* torch_readable_dtypes();
 
 // Writes the tensors (any device, made contiguous on the CPU) atomically, in the reference writer's order.
 // Throws cabert::Error for a dtype safetensors cannot hold.
-void write_tensors_safetensors(const std::string& path, const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
+void write_tensors_safetensors(const std::string& path,
+                               const std::vector<std::pair<std::string, torch::Tensor>>& tensors,
                                const std::map<std::string, std::string>& metadata = {});
 
 // One tensor with its stored dtype and shape. DataError "FILE: tensor 'NAME' has dtype D, which cabert cannot

@@ -67,7 +67,8 @@ void write_summary(TensorboardWriter& writer, const pb::TaskMetrics& record, dou
     case pb::TaskMetrics::TRAIN: writer.scalar("train/loss", step, record.train_loss(), wall_time); break;
     case pb::TaskMetrics::EPOCH: {
       std::map<std::string, double> values;
-      for (const auto& [name, value] : record.metrics()) values[str(record.split(), "/", record.task(), "/", name)] = value;
+      for (const auto& [name, value] : record.metrics())
+        values[str(record.split(), "/", record.task(), "/", name)] = value;
       values[str(record.split(), "/", record.task(), "/score")] = record.score();
       values["train/epoch_loss"] = record.train_loss();
       writer.scalars(values, step, wall_time);
@@ -131,8 +132,8 @@ std::vector<std::string> export_tensorboard(const std::vector<TensorboardRun>& r
   return files;
 }
 
-TensorboardLog::TensorboardLog(std::string dir, const pb::Header& header, std::string model_config,
-                               int64_t resume_step, uint32_t resume_run, uint32_t runs)
+TensorboardLog::TensorboardLog(std::string dir, const pb::Header& header, std::string model_config, int64_t resume_step,
+                               uint32_t resume_run, uint32_t runs)
     : dir_(std::move(dir)),
       options_(run_options_markdown(header) + "\nModel config:\n\n" + code_block(model_config)),
       resume_step_(resume_step),

@@ -77,8 +77,9 @@ TensorboardWriter::TensorboardWriter(const std::string& dir, const std::string& 
   // TensorBoard reads a directory's files in name order: a name taken (a second writer within the same second)
   // moves to a later second, never to a suffix that would sort before the file it follows.
   for (int64_t seconds = static_cast<int64_t>(wall_time), tries = 0; file_ == nullptr; ++seconds, ++tries) {
-    path_ = (fs::path(dir) / str("events.out.tfevents.", seconds, ".", host_name(), ".",
-                                 static_cast<int64_t>(getpid()), ".cabert")).string();
+    path_ = (fs::path(dir) /
+             str("events.out.tfevents.", seconds, ".", host_name(), ".", static_cast<int64_t>(getpid()), ".cabert"))
+                .string();
     file_ = std::fopen(path_.c_str(), "wbx");  // x: never append to (or truncate) another writer's file
     if (file_ == nullptr && (errno != EEXIST || tries >= 1000)) {
       throw Error(str(option, " ", dir, ": cannot create ", path_, ": ", std::strerror(errno)));

@@ -27,13 +27,16 @@ BertSelfAttentionImpl::BertSelfAttentionImpl(const pb::ModelConfig& config)
   projection("value", a.conv_value(), value, value_conv);
   if (a.relative_fixed()) relative_beta = register_parameter("relative_beta", torch::zeros({heads, K}));
   if (a.relative_dynamic()) {
-    relative_query = register_parameter("relative_query", torch::empty({K, head_size}).normal_(0.0, config.initializer_range()));
+    relative_query =
+        register_parameter("relative_query", torch::empty({K, head_size}).normal_(0.0, config.initializer_range()));
   }
   if (a.relative_key()) {
-    relative_key = register_parameter("relative_key", torch::empty({K, head_size}).normal_(0.0, config.initializer_range()));
+    relative_key =
+        register_parameter("relative_key", torch::empty({K, head_size}).normal_(0.0, config.initializer_range()));
   }
   if (a.depthwise_values()) {
-    depthwise_weight = register_parameter("depthwise_weight", torch::empty({hidden, K}).normal_(0.0, config.initializer_range()));
+    depthwise_weight =
+        register_parameter("depthwise_weight", torch::empty({hidden, K}).normal_(0.0, config.initializer_range()));
     depthwise_bias = register_parameter("depthwise_bias", torch::zeros({hidden}));
     depthwise_scale = register_parameter("depthwise_scale", torch::ones({heads}));
   }
@@ -57,8 +60,8 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   const ops::RelativePositionTerms relative{relative_query, relative_beta, relative_key, radius};
   const double dropout_p = attention_dropout->active_p();
   torch::Tensor probabilities;
-  torch::Tensor context = ops::composite_attention(q, k, v, relative, mask, scale, dropout_p,
-                                                   probe ? &probabilities : nullptr);
+  torch::Tensor context =
+      ops::composite_attention(q, k, v, relative, mask, scale, dropout_p, probe ? &probabilities : nullptr);
   if (probe) probe->attention = probabilities.detach();
   context = context.transpose(1, 2).reshape({B, T, hidden});
   if (depthwise_weight.defined()) {

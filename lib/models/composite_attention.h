@@ -31,9 +31,9 @@ class BertSelfAttentionImpl : public Mixer {
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
   SeparableConv query_conv{nullptr}, key_conv{nullptr}, value_conv{nullptr};
-  torch::Tensor relative_beta;      // [N, 2n+1]
-  torch::Tensor relative_query;     // W^C [2n+1, d]
-  torch::Tensor relative_key;       // W^K' [2n+1, d]
+  torch::Tensor relative_beta;                                      // [N, 2n+1]
+  torch::Tensor relative_query;                                     // W^C [2n+1, d]
+  torch::Tensor relative_key;                                       // W^K' [2n+1, d]
   torch::Tensor depthwise_weight, depthwise_bias, depthwise_scale;  // [H, 2n+1], [H], [N]
   Dropout attention_dropout{nullptr};
   int64_t hidden, heads, head_size, radius;

@@ -33,8 +33,7 @@ MixedAttentionImpl::MixedAttentionImpl(const pb::ModelConfig& config)
     case pb::DEPTHWISE_SEPARABLE:
       key_conv = register_module("key_conv", SeparableConv(H, attention_width, kernel, false, false));
       break;
-    default:
-      break;
+    default: break;
   }
   attention_dropout = register_module("attention_dropout", Dropout(config.attention_dropout()));
 }

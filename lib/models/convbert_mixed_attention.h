@@ -24,9 +24,9 @@ class MixedAttentionImpl : public Mixer {
   int64_t output_size() const override { return attention_width + conv_width; }
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
-  SeparableConv key_conv{nullptr};           // SDConv: Ks; depthwise-separable ablation: the branch itself
-  torch::nn::Linear conv_kernel{nullptr};    // W_f: width -> heads * k
-  torch::nn::Linear conv_value{nullptr};     // V'
+  SeparableConv key_conv{nullptr};         // SDConv: Ks; depthwise-separable ablation: the branch itself
+  torch::nn::Linear conv_kernel{nullptr};  // W_f: width -> heads * k
+  torch::nn::Linear conv_value{nullptr};   // V'
   Dropout attention_dropout{nullptr};
   pb::ConvBertConvKind kind;
   int64_t heads, head_size, attention_width, conv_width, kernel;

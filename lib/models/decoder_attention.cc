@@ -10,8 +10,8 @@ namespace {
 
 int64_t head_size_of(int64_t hidden, int64_t heads) {
   if (heads <= 0 || hidden % heads != 0) {
-    throw UsageError(str("attention: expected hidden size divisible by a positive head count, got ", hidden, " and ",
-                         heads));
+    throw UsageError(
+        str("attention: expected hidden size divisible by a positive head count, got ", hidden, " and ", heads));
   }
   return hidden / heads;
 }

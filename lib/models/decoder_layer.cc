@@ -44,8 +44,7 @@ void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerS
 torch::Tensor DecoderLayerImpl::forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask,
                                              DecoderLayerState& state) {
   torch::Tensor h = mixer_residual(x_t, mixer->forward_step(x_t, state.self));
-  torch::Tensor c =
-      cross_norm(h + dropout(cross_output(cross_attention->forward_step(h, memory_mask, state.cross))));
+  torch::Tensor c = cross_norm(h + dropout(cross_output(cross_attention->forward_step(h, memory_mask, state.cross))));
   return ffn_norm(c + dropout(ffn(c)));
 }
 

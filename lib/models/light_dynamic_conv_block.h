@@ -29,7 +29,7 @@ class ConvBlockImpl : public Mixer {
   torch::Tensor forward_step(const torch::Tensor& x_t, MixerState& state) override;
 
   torch::nn::Linear input{nullptr};
-  torch::Tensor weight;                        // lightweight: [H, k]; dilated: [C, k]
+  torch::Tensor weight;                          // lightweight: [H, k]; dilated: [C, k]
   torch::nn::Linear kernel_projection{nullptr};  // dynamic: W^Q, d -> H k (no bias, as fairseq)
   bool dynamic, dilated, glu, causal;
   double weight_dropout;

@@ -11,7 +11,8 @@ void MixerState::reorder(const torch::Tensor& index) {
 }
 
 torch::Tensor Mixer::forward_step(const torch::Tensor&, MixerState&) {
-  throw UsageError(str("the ", name(), " mixer looks at both sides of every position, so it cannot decode step by "
+  throw UsageError(str("the ", name(),
+                       " mixer looks at both sides of every position, so it cannot decode step by "
                        "step; decoders use causal mixers (e.g. conv_block.causal=true)"));
 }
 

@@ -35,13 +35,13 @@ int64_t convbert_feed_forward_groups(const pb::ModelConfig& config) {
 // One row per family. A new family adds its mixer file and one row here.
 const std::vector<MixerFamily>& families() {
   static const std::vector<MixerFamily> table = {
-    {pb::BERT, "bert", "attention", build_self_attention, self_attention_mixing_macs, nullptr,
-     build_causal_attention},
-    {pb::CONVBERT, "convbert", "attention", build_mixed_attention, mixed_attention_mixing_macs,
-     convbert_feed_forward_groups, nullptr},
-    {pb::LIGHTCONV, "lightconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
-    {pb::DYNAMICCONV, "dynamicconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
-    {pb::DILATEDCONV, "dilatedconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
+      {pb::BERT, "bert", "attention", build_self_attention, self_attention_mixing_macs, nullptr,
+       build_causal_attention},
+      {pb::CONVBERT, "convbert", "attention", build_mixed_attention, mixed_attention_mixing_macs,
+       convbert_feed_forward_groups, nullptr},
+      {pb::LIGHTCONV, "lightconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
+      {pb::DYNAMICCONV, "dynamicconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
+      {pb::DILATEDCONV, "dilatedconv", "conv", build_conv_block, conv_block_mixing_macs, nullptr, build_conv_block},
   };
   return table;
 }

@@ -14,8 +14,8 @@ torch::Tensor MlmHeadImpl::forward(const torch::Tensor& hidden, const torch::Ten
 
 MlmModelImpl::MlmModelImpl(const pb::ModelConfig& config) {
   encoder = register_module("encoder", Encoder(config));
-  mlm_head = register_module("mlm_head", MlmHead(config.hidden_size(), config.embedding_size(), config.vocab_size(),
-                                                 config.layer_norm_eps()));
+  mlm_head = register_module(
+      "mlm_head", MlmHead(config.hidden_size(), config.embedding_size(), config.vocab_size(), config.layer_norm_eps()));
   init_bert_weights(*mlm_head, config.initializer_range());
 }
 
@@ -47,10 +47,10 @@ ElectraModelImpl::ElectraModelImpl(const pb::ModelConfig& config) {
   pb::ModelConfig g = generator_config(config);
   generator = register_module("generator", EncoderStack(g));
   // The stack projects E -> H_g (the shared embeddings keep the discriminator's E).
-  generator_head = register_module(
-      "generator_head", MlmHead(g.hidden_size(), g.embedding_size(), g.vocab_size(), g.layer_norm_eps()));
-  discriminator_dense = register_module("discriminator_dense",
-                                        torch::nn::Linear(config.hidden_size(), config.hidden_size()));
+  generator_head = register_module("generator_head",
+                                   MlmHead(g.hidden_size(), g.embedding_size(), g.vocab_size(), g.layer_norm_eps()));
+  discriminator_dense =
+      register_module("discriminator_dense", torch::nn::Linear(config.hidden_size(), config.hidden_size()));
   discriminator_out = register_module("discriminator_out", torch::nn::Linear(config.hidden_size(), 1));
   init_bert_weights(*generator, config.initializer_range());
   init_bert_weights(*generator_head, config.initializer_range());

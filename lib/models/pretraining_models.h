@@ -52,7 +52,7 @@ class ElectraModelImpl : public torch::nn::Module {
   // Discriminator replaced-token logits [B, T].
   torch::Tensor discriminator_logits(const torch::Tensor& ids, const torch::Tensor& segments,
                                      const torch::Tensor& mask);
-  Encoder encoder{nullptr};                       // the discriminator
+  Encoder encoder{nullptr};  // the discriminator
   EncoderStack generator{nullptr};
   MlmHead generator_head{nullptr};
   torch::nn::Linear discriminator_dense{nullptr}, discriminator_out{nullptr};

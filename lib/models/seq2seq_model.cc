@@ -133,8 +133,8 @@ torch::Tensor Seq2SeqModelImpl::decode_step(const torch::Tensor& tokens, int64_t
   const auto dtype = source_table->weight.scalar_type();
   // Real target tokens are numbered from 1, as sinusoidal_positions numbers them in the full forward.
   torch::Tensor positions = torch::full({tokens.size(0), 1}, step + 1, tokens.options());
-  torch::Tensor x = embed(target_embedding(), tokens.unsqueeze(1),
-                          sinusoidal_encoding(positions, config_.hidden_size(), dtype));
+  torch::Tensor x =
+      embed(target_embedding(), tokens.unsqueeze(1), sinusoidal_encoding(positions, config_.hidden_size(), dtype));
   for (size_t i = 0; i < decoder->size(); ++i) {
     x = decoder->ptr(i)->as<DecoderLayer>()->forward_step(x, state.memory_mask, state.layers[i]);
   }

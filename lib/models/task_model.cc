@@ -13,8 +13,7 @@ Pooling parse_pooling(const std::string& name) {
 
 const char* pooling_name(Pooling pooling) { return pooling == Pooling::kMean ? "mean" : "cls"; }
 
-TaskModelImpl::TaskModelImpl(const pb::ModelConfig& config, tasks::TaskKind kind, int64_t num_labels,
-                             Pooling pooling)
+TaskModelImpl::TaskModelImpl(const pb::ModelConfig& config, tasks::TaskKind kind, int64_t num_labels, Pooling pooling)
     : kind_(kind), pooling_(pooling) {
   encoder = register_module("encoder", models::Encoder(config));
   int64_t H = config.hidden_size();

@@ -23,8 +23,8 @@ using torch::autograd::variable_list;
 using kernels::Bands;
 
 kernels::AttentionInputs attention_inputs(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-                                          const Bands& bands, const torch::Tensor& mask, int64_t radius,
-                                          double scale, const kernels::DropoutDraw& dropout,
+                                          const Bands& bands, const torch::Tensor& mask, int64_t radius, double scale,
+                                          const kernels::DropoutDraw& dropout,
                                           std::optional<at::ScalarType> fused_kernel_dtype = std::nullopt) {
   kernels::AttentionInputs in;
   in.q = q;
@@ -59,8 +59,8 @@ struct RelativeAttentionFunction : public torch::autograd::Function<RelativeAtte
   static torch::Tensor forward(AutogradContext* ctx, const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, const std::optional<torch::Tensor>& query_weight,
                                const std::optional<torch::Tensor>& beta, const std::optional<torch::Tensor>& key_weight,
-                               const std::optional<torch::Tensor>& mask, int64_t radius, double scale,
-                               double dropout_p, int64_t seed, int64_t fused_kernel_dtype) {
+                               const std::optional<torch::Tensor>& mask, int64_t radius, double scale, double dropout_p,
+                               int64_t seed, int64_t fused_kernel_dtype) {
     RECORD_FUNCTION("cabert::relative_attention", c10::ArrayRef<const c10::IValue>{});  // named in profiles
     kernels::DropoutDraw dropout;
     dropout.p = dropout_p;

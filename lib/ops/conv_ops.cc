@@ -68,9 +68,8 @@ struct DepthwiseConvFunction : public torch::autograd::Function<DepthwiseConvFun
     const variable_list saved = ctx->get_saved_variables();
     // Only definedness of the bias matters to the backward: pass an empty stand-in of the right kind.
     torch::Tensor bias_marker = ctx->saved_data["has_bias"].toBool() ? torch::empty({0}) : torch::Tensor();
-    kernels::ConvGrads grads =
-        kernels::depthwise_conv_backward(grad_outputs[0], saved[0], saved[1], bias_marker,
-                                         ctx->saved_data["padding_left"].toInt(), saved[2]);
+    kernels::ConvGrads grads = kernels::depthwise_conv_backward(grad_outputs[0], saved[0], saved[1], bias_marker,
+                                                                ctx->saved_data["padding_left"].toInt(), saved[2]);
     return {grads.x, grads.weight, grads.bias, torch::Tensor(), torch::Tensor()};
   }
 };
@@ -88,9 +87,9 @@ struct RelativePositionScoresFunction : public torch::autograd::Function<Relativ
   }
   static variable_list backward(AutogradContext* ctx, variable_list grad_outputs) {
     const variable_list saved = ctx->get_saved_variables();
-    kernels::RelposGrads grads = kernels::relative_position_scores_backward(
-        grad_outputs[0], saved[0], saved[1], saved[2], ctx->saved_data["radius"].toInt(),
-        ctx->saved_data["scale"].toDouble());
+    kernels::RelposGrads grads = kernels::relative_position_scores_backward(grad_outputs[0], saved[0], saved[1],
+                                                                            saved[2], ctx->saved_data["radius"].toInt(),
+                                                                            ctx->saved_data["scale"].toDouble());
     return {grads.q, grads.w, grads.beta, torch::Tensor(), torch::Tensor()};
   }
 };

@@ -36,9 +36,7 @@ class CountingCpuAllocator final : public c10::Allocator {
 
   c10::DeleterFnPtr raw_deleter() const override { return &release; }
 
-  void copy_data(void* dest, const void* src, std::size_t count) const override {
-    default_copy_data(dest, src, count);
-  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { default_copy_data(dest, src, count); }
 
  private:
   struct Allocation {

@@ -23,8 +23,8 @@ std::string run_label(const MetricsRun& run) {
   return parent.filename().string();
 }
 
-void add_point(Curves& curves, const std::string& phase, const std::string& name, const std::string& label,
-               double x, double y) {
+void add_point(Curves& curves, const std::string& phase, const std::string& name, const std::string& label, double x,
+               double y) {
   plot::Series& series = curves[phase][name][label];
   series.label = label;
   series.x.push_back(x);
@@ -35,7 +35,8 @@ bool loss_like(const std::string& name) {
   return name.find("loss") != std::string::npos || name.find("perplexity") != std::string::npos;
 }
 
-NamedFigure phase_figure(const std::string& phase, const std::map<std::string, std::map<std::string, plot::Series>>& values,
+NamedFigure phase_figure(const std::string& phase,
+                         const std::map<std::string, std::map<std::string, plot::Series>>& values,
                          const std::string& x_label, const std::string& title) {
   plot::Figure figure;
   figure.title = title;
@@ -102,7 +103,8 @@ std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
     figures.push_back(phase_figure(phase, values, "step", str("training curves (", phase, ")", names)));
   }
   for (const auto& [phase, values] : tasks) {
-    figures.push_back(phase_figure(phase, values, "epoch", str("fine-tuning: dev score and training loss per epoch", names)));
+    figures.push_back(
+        phase_figure(phase, values, "epoch", str("fine-tuning: dev score and training loss per epoch", names)));
   }
   return figures;
 }

@@ -44,7 +44,8 @@ std::vector<NamedFigure> kernel_figures(const pb::ModelConfig& config,
                                         const std::map<std::string, torch::Tensor>& tensors,
                                         const std::string& model_name) {
   // <group prefix>[layers.]<index>.<module>.<tensor>
-  static const std::regex pattern(R"(^(.*?)(?:layers\.)?(\d+)\.(attention|conv)\.(relative_beta|depthwise_weight|weight)$)");
+  static const std::regex pattern(
+      R"(^(.*?)(?:layers\.)?(\d+)\.(attention|conv)\.(relative_beta|depthwise_weight|weight)$)");
   struct Group {
     std::vector<LayerKernel> relative, depthwise, lightconv;
   };
@@ -84,8 +85,9 @@ std::vector<NamedFigure> kernel_figures(const pb::ModelConfig& config,
                          kernel_grid(kernels.relative, str(where, ": softmax of \u03b2_h over offsets"), true)});
     }
     if (!kernels.depthwise.empty()) {
-      figures.push_back({file_name(group, "depthwise_value_kernels.png"),
-                         kernel_grid(kernels.depthwise, str(where, ": depthwise value kernels (head mean x s_h)"), false)});
+      figures.push_back(
+          {file_name(group, "depthwise_value_kernels.png"),
+           kernel_grid(kernels.depthwise, str(where, ": depthwise value kernels (head mean x s_h)"), false)});
     }
     if (!kernels.lightconv.empty()) {
       figures.push_back({file_name(group, "lightconv_kernels.png"),

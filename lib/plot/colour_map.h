@@ -12,7 +12,7 @@ namespace cabert::plot {
 inline constexpr uint32_t kBlankColour = 0xD9D9D9;  // NaN heatmap cells
 
 uint32_t viridis(double t);
-uint32_t blue_white_red(double t);  // 0.5 is white-ish (0xF7F7F7)
+uint32_t blue_white_red(double t);     // 0.5 is white-ish (0xF7F7F7)
 uint32_t series_colour(size_t index);  // cycles through 10 colours
 
 // A heatmap's colour range, resolved once from its data (or its fixed min/max).

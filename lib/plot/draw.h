@@ -21,8 +21,8 @@ void draw_panel(cairo_t* cr, const Panel& panel, const PanelLayout& layout);
 
 // Parts of draw_panel.
 void draw_frame_and_ticks(cairo_t* cr, const PanelLayout& layout);
-void draw_panel_titles(cairo_t* cr, const std::string& title, const std::string& x_label,
-                       const std::string& y_label, const PanelLayout& layout);
+void draw_panel_titles(cairo_t* cr, const std::string& title, const std::string& x_label, const std::string& y_label,
+                       const PanelLayout& layout);
 void draw_heatmap(cairo_t* cr, const Heatmap& heatmap, const PanelLayout& layout);
 // Grid, series, then the frame and ticks, then the legend on top.
 void draw_line_chart(cairo_t* cr, const LineChart& chart, const PanelLayout& layout);

@@ -43,8 +43,8 @@ void draw_frame_and_ticks(cairo_t* cr, const PanelLayout& layout) {
   }
 }
 
-void draw_panel_titles(cairo_t* cr, const std::string& title, const std::string& x_label,
-                       const std::string& y_label, const PanelLayout& layout) {
+void draw_panel_titles(cairo_t* cr, const std::string& title, const std::string& x_label, const std::string& y_label,
+                       const PanelLayout& layout) {
   const Rect& plot = layout.plot;
   const Rect& cell = layout.cell;
   set_colour(cr, kInkColour);

@@ -20,9 +20,8 @@ void draw_cells(cairo_t* cr, const Heatmap& heatmap, const PanelLayout& layout) 
   std::vector<int64_t> col_of = cell_of_pixel(layout.col_edges), row_of = cell_of_pixel(layout.row_edges);
   const ColourScale& colours = layout.colours;
   paint_pixels(cr, layout.col_edges.front(), layout.row_edges.front(), static_cast<int>(col_of.size()),
-               static_cast<int>(row_of.size()), [&](int x, int y) {
-                 return colours.colour(heatmap.values[row_of[y] * heatmap.cols + col_of[x]]);
-               });
+               static_cast<int>(row_of.size()),
+               [&](int x, int y) { return colours.colour(heatmap.values[row_of[y] * heatmap.cols + col_of[x]]); });
 }
 
 void draw_colour_bar(cairo_t* cr, const PanelLayout& layout) {

@@ -152,7 +152,8 @@ void draw_line_chart(cairo_t* cr, const LineChart& chart, const PanelLayout& lay
   draw_grid(cr, layout);
   draw_series(cr, chart, lines, layout);
   draw_frame_and_ticks(cr, layout);
-  bool labelled = std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.label.empty(); });
+  bool labelled =
+      std::any_of(chart.series.begin(), chart.series.end(), [](const Series& s) { return !s.label.empty(); });
   if (chart.series.size() > 1 || labelled) draw_legend(cr, chart, lines, layout);
 }
 

@@ -53,7 +53,8 @@ void write_png(const Figure& figure, const std::string& path) {
   std::unique_ptr<cairo_t, void (*)(cairo_t*)> cr(cairo_create(surface.get()), cairo_destroy);
   draw_figure(cr.get(), figure);
   cairo_status_t status = cairo_status(cr.get());
-  if (status != CAIRO_STATUS_SUCCESS) throw Error(str(path, ": cannot draw the figure: ", cairo_status_to_string(status)));
+  if (status != CAIRO_STATUS_SUCCESS)
+    throw Error(str(path, ": cannot draw the figure: ", cairo_status_to_string(status)));
   write_file_atomically(path, encode_png(surface.get(), path));
 }
 

@@ -95,7 +95,7 @@ uint32_t heatmap_colour(const Heatmap& heatmap, double value);
 // A decoded PNG, composited onto white.
 struct Image {
   int width = 0, height = 0;
-  std::vector<uint32_t> pixels;  // 0xRRGGBB, row-major
+  std::vector<uint32_t> pixels;     // 0xRRGGBB, row-major
   uint32_t at(int x, int y) const;  // throws cabert::Error outside the image
 };
 // Throws cabert::Error naming the file when it cannot be read or is not a PNG.

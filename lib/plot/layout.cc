@@ -27,8 +27,7 @@ std::string heatmap_problem(const Heatmap& heatmap) {
     return str("expected ", heatmap.rows, " row labels (one per row) or none, got ", heatmap.row_labels.size());
   }
   if (!heatmap.col_labels.empty() && static_cast<int64_t>(heatmap.col_labels.size()) != heatmap.cols) {
-    return str("expected ", heatmap.cols, " column labels (one per column) or none, got ",
-               heatmap.col_labels.size());
+    return str("expected ", heatmap.cols, " column labels (one per column) or none, got ", heatmap.col_labels.size());
   }
   if (heatmap.min && !std::isfinite(*heatmap.min)) return str("expected a finite min, got ", *heatmap.min);
   if (heatmap.max && !std::isfinite(*heatmap.max)) return str("expected a finite max, got ", *heatmap.max);
@@ -42,8 +41,8 @@ std::string line_chart_problem(const LineChart& chart) {
   for (size_t i = 0; i < chart.series.size(); ++i) {
     const Series& series = chart.series[i];
     if (series.x.size() != series.y.size()) {
-      return str("series ", i, " \"", series.label, "\": expected as many y values as x values (",
-                 series.x.size(), "), got ", series.y.size());
+      return str("series ", i, " \"", series.label, "\": expected as many y values as x values (", series.x.size(),
+                 "), got ", series.y.size());
     }
   }
   return "";
@@ -64,8 +63,7 @@ std::string figure_problem(const Figure& figure) {
   int64_t width = columns * figure.panel_width;
   int64_t height = rows * figure.panel_height + (figure.title.empty() ? 0 : kFigureTitleBand);
   if (width > kMaxPixels || height > kMaxPixels) {
-    return str("expected a figure of at most ", kMaxPixels, " x ", kMaxPixels, " pixels, got ", width, " x ",
-               height);
+    return str("expected a figure of at most ", kMaxPixels, " x ", kMaxPixels, " pixels, got ", width, " x ", height);
   }
   for (size_t i = 0; i < figure.panels.size(); ++i) {
     const auto& content = figure.panels[i].content;

@@ -18,9 +18,9 @@
 
 namespace cabert::plot {
 
-inline constexpr double kPadding = 10;     // around a panel's contents
-inline constexpr double kTickLength = 5;   // tick marks point outwards from the frame
-inline constexpr double kTickGap = 3;      // between a tick mark and its label
+inline constexpr double kPadding = 10;    // around a panel's contents
+inline constexpr double kTickLength = 5;  // tick marks point outwards from the frame
+inline constexpr double kTickGap = 3;     // between a tick mark and its label
 inline constexpr double kColourBarGap = 14, kColourBarWidth = 14;
 
 struct Tick {
@@ -31,8 +31,8 @@ struct Tick {
 enum class LabelAngle { kHorizontal, kDiagonal, kVertical };
 
 struct PanelLayout {
-  Rect cell;  // the panel's grid cell
-  Rect plot;  // the data rectangle (integer coordinates), inside the frame
+  Rect cell;             // the panel's grid cell
+  Rect plot;             // the data rectangle (integer coordinates), inside the frame
   double title_y = 0;    // top of the panel title
   double x_title_y = 0;  // top of the x axis title
   double y_title_x = 0;  // left edge of the (rotated) y axis title

@@ -65,7 +65,8 @@ std::vector<int> edges(double origin, double length, int64_t count) {
   return result;
 }
 
-std::vector<Tick> ticks_at(const AxisLabels& labels, const std::vector<int64_t>& indices, const std::vector<int>& edges) {
+std::vector<Tick> ticks_at(const AxisLabels& labels, const std::vector<int64_t>& indices,
+                           const std::vector<int>& edges) {
   std::vector<Tick> ticks;
   for (int64_t index : indices) ticks.push_back({(edges[index] + edges[index + 1]) / 2.0, labels.label(index)});
   return ticks;
@@ -139,7 +140,7 @@ void layout_heatmap(cairo_t* cr, const Heatmap& heatmap, Rect frame, PanelLayout
 
   double label_band = layout->x_angle == LabelAngle::kHorizontal ? line
                       : layout->x_angle == LabelAngle::kDiagonal ? diagonal_extent(col_label_width, line)
-                                                                  : col_label_width;
+                                                                 : col_label_width;
   double y0 = std::ceil(frame.y);
   double height = std::max(1.0, std::floor(frame.y + frame.height - kTickLength - kTickGap - label_band - y0));
   layout->plot = {x0, y0, width, height};

@@ -35,7 +35,8 @@ cairo_status_t take(void* closure, unsigned char* data, unsigned int length) {
 std::string encode_png(cairo_surface_t* surface, const std::string& path) {
   std::string bytes;
   cairo_status_t status = cairo_surface_write_to_png_stream(surface, append, &bytes);
-  if (status != CAIRO_STATUS_SUCCESS) throw Error(str(path, ": cannot encode the PNG: ", cairo_status_to_string(status)));
+  if (status != CAIRO_STATUS_SUCCESS)
+    throw Error(str(path, ": cannot encode the PNG: ", cairo_status_to_string(status)));
   return bytes;
 }
 

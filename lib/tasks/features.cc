@@ -50,9 +50,9 @@ std::vector<ClassificationFeature> classification_features(const TaskData& data,
     }
     ClassificationFeature feature;
     feature.example = i;
-    feature.sequence = encode_pair(tokenizer.encode(example.text_a),
-                                   task.pair ? tokenizer.encode(example.text_b) : std::vector<int>{}, max_length,
-                                   task.pair);
+    feature.sequence =
+        encode_pair(tokenizer.encode(example.text_a), task.pair ? tokenizer.encode(example.text_b) : std::vector<int>{},
+                    max_length, task.pair);
     if (data.labeled) {
       if (task.kind == TaskKind::kClassification) {
         feature.label = labels.index(example.label, data.path, example.line);
@@ -91,8 +91,7 @@ void pad_sequences(const std::vector<const Sequence*>& sequences, torch::Tensor*
   }
 }
 
-Batch collate(const std::vector<ClassificationFeature>& features, const std::vector<size_t>& indices,
-              TaskKind kind) {
+Batch collate(const std::vector<ClassificationFeature>& features, const std::vector<size_t>& indices, TaskKind kind) {
   Batch batch;
   std::vector<const Sequence*> sequences;
   for (size_t index : indices) sequences.push_back(&features.at(index).sequence);

@@ -25,9 +25,9 @@ Sequence encode_pair(std::vector<int> a, std::vector<int> b, int max_length, boo
 
 struct ClassificationFeature {
   Sequence sequence;
-  int label = -1;        // class index (classification); -1 when unlabelled
-  float target = 0;      // regression target
-  size_t example = 0;    // index into the TaskData examples
+  int label = -1;      // class index (classification); -1 when unlabelled
+  float target = 0;    // regression target
+  size_t example = 0;  // index into the TaskData examples
 };
 
 struct FeatureStats {
@@ -46,8 +46,7 @@ struct Batch {
 };
 
 // Pads the chosen features with [PAD] to the longest among them.
-Batch collate(const std::vector<ClassificationFeature>& features, const std::vector<size_t>& indices,
-              TaskKind kind);
+Batch collate(const std::vector<ClassificationFeature>& features, const std::vector<size_t>& indices, TaskKind kind);
 // Pads sequences; helper for SQuAD and for collate().
 void pad_sequences(const std::vector<const Sequence*>& sequences, torch::Tensor* ids, torch::Tensor* segments,
                    torch::Tensor* mask);

@@ -73,8 +73,9 @@ Columns columns_from_header(const GlueTask& task, const std::vector<std::string>
   if (columns.text_a < 0 || (!task.text_b.empty() && columns.text_b < 0)) {
     std::string got;
     for (const auto& name : header) got += (got.empty() ? "" : ", ") + name;
-    throw DataError(at_line(path, 1, str(task.name, " expects columns ", expected, " (and ", task.label,
-                                         " in labelled files); the header has: ", got)));
+    throw DataError(at_line(path, 1,
+                            str(task.name, " expects columns ", expected, " (and ", task.label,
+                                " in labelled files); the header has: ", got)));
   }
   columns.needed = static_cast<size_t>(std::max({columns.text_a, columns.text_b, columns.label, columns.id}) + 1);
   columns.most = header.size();
@@ -86,7 +87,8 @@ Columns columns_from_header(const GlueTask& task, const std::vector<std::string>
 std::string canonical_task_name(const std::string& name) {
   std::string out;
   for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (std::isalnum(static_cast<unsigned char>(c)))
+      out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   }
   return out;
 }
@@ -138,8 +140,8 @@ TaskData read_glue(const GlueTask& task, const std::string& path, const ReadOpti
       ++data.skipped_rows;
     };
     if (fields.size() < columns.needed) {
-      bad_row(str("expected at least ", columns.needed, " tab-separated fields for ", task.name, ", got ",
-                  fields.size()));
+      bad_row(
+          str("expected at least ", columns.needed, " tab-separated fields for ", task.name, ", got ", fields.size()));
       continue;
     }
     if (fields.size() > columns.most) {

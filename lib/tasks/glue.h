@@ -13,12 +13,12 @@
 namespace cabert::tasks {
 
 struct GlueTask {
-  std::string name;                // "CoLA", "SST-2", ...
-  std::string text_a, text_b;      // header names; text_b empty for single-sentence tasks
-  std::string label;               // header name of the label column
-  std::vector<std::string> labels; // label strings in class-index order; empty for regression (STS-B)
+  std::string name;                 // "CoLA", "SST-2", ...
+  std::string text_a, text_b;       // header names; text_b empty for single-sentence tasks
+  std::string label;                // header name of the label column
+  std::vector<std::string> labels;  // label strings in class-index order; empty for regression (STS-B)
   bool regression = false;
-  std::string metric;              // "mcc", "accuracy", "f1_accuracy", "pearson_spearman"
+  std::string metric;                  // "mcc", "accuracy", "f1_accuracy", "pearson_spearman"
   std::vector<std::string> dev_files;  // dev.tsv, or dev_matched.tsv + dev_mismatched.tsv for MNLI
   std::vector<std::string> test_files;
   // What a label says about the input ("sentiment", "paraphrase", ...): a model fine-tuned on one task may be

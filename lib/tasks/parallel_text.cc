@@ -207,8 +207,8 @@ ParallelData read_parallel_files(const std::string& source_path, const std::stri
   uint64_t source_lines = source.line_number() + source.count_remaining();
   uint64_t target_lines = target.line_number() + target.count_remaining();
   if (source_lines != target_lines) {
-    throw DataError(str(source_path, " has ", lines(source_lines), " but ", target_path, " has ",
-                        target_lines, "; expected line-aligned files"));
+    throw DataError(str(source_path, " has ", lines(source_lines), " but ", target_path, " has ", target_lines,
+                        "; expected line-aligned files"));
   }
   if (!first_problem.empty()) throw DataError(first_problem);
   return data;
@@ -238,8 +238,8 @@ ParallelData read_parallel_tsv(const std::string& path, const ParallelReadOption
   return data;
 }
 
-ParallelSplitFiles find_parallel_split(const std::string& dir, const std::string& split,
-                                       const std::string& source_lang, const std::string& target_lang) {
+ParallelSplitFiles find_parallel_split(const std::string& dir, const std::string& split, const std::string& source_lang,
+                                       const std::string& target_lang) {
   auto check_name = [](const char* what, const std::string& value) {
     if (value.empty() || value.find('/') != std::string::npos) {
       throw UsageError(str("expected a ", what, " name without '/', got '", value, "'"));

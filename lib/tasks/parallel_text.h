@@ -50,7 +50,7 @@ struct ParallelSplitFiles {
 // DIR/SPLIT.SRC and DIR/SPLIT.TGT, each plain or with .gz (Multi30k: train.de.gz, val.en.gz,
 // test_2016_flickr.de.gz). UsageError naming the paths it looked for, and the splits that DIR does hold,
 // when a side is absent; UsageError too when both SPLIT.LANG and SPLIT.LANG.gz exist, as they may differ.
-ParallelSplitFiles find_parallel_split(const std::string& dir, const std::string& split,
-                                       const std::string& source_lang, const std::string& target_lang);
+ParallelSplitFiles find_parallel_split(const std::string& dir, const std::string& split, const std::string& source_lang,
+                                       const std::string& target_lang);
 
 }  // namespace cabert::tasks

@@ -90,8 +90,8 @@ SquadData read_squad(const std::string& path, const ReadOptions& options) {
         question.question = string_member(qa, "question", where, path);
         question.title = title;
         question.context_index = data.contexts.size() - 1;
-        question.is_impossible = qa.contains("is_impossible") && qa["is_impossible"].is_boolean() &&
-                                 qa["is_impossible"].get<bool>();
+        question.is_impossible =
+            qa.contains("is_impossible") && qa["is_impossible"].is_boolean() && qa["is_impossible"].get<bool>();
         std::string problem;
         const json& answers = array_member(qa, "answers", where, path);
         for (size_t k = 0; k < answers.size() && problem.empty(); ++k) {

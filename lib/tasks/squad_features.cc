@@ -83,12 +83,12 @@ std::vector<ContextToken> tokenize_with_offsets(const std::string& text, const t
   return tokens;
 }
 
-SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer,
-                             const SquadOptions& options) {
+SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer, const SquadOptions& options) {
   if (options.doc_stride < 1) throw UsageError(str("--doc-stride: expected at least 1, got ", options.doc_stride));
   SquadFeatures features;
   features.context_tokens.reserve(data.contexts.size());
-  for (const auto& context : data.contexts) features.context_tokens.push_back(tokenize_with_offsets(context, tokenizer));
+  for (const auto& context : data.contexts)
+    features.context_tokens.push_back(tokenize_with_offsets(context, tokenizer));
 
   for (size_t q = 0; q < data.questions.size(); ++q) {
     const SquadQuestion& question = data.questions[q];
@@ -164,8 +164,8 @@ SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& token
 
 std::vector<SpanPrediction> decode_squad(const SquadData& data, const SquadFeatures& features,
                                          const std::vector<std::vector<float>>& start_logits,
-                                         const std::vector<std::vector<float>>& end_logits,
-                                         const SquadOptions& options, bool version_2) {
+                                         const std::vector<std::vector<float>>& end_logits, const SquadOptions& options,
+                                         bool version_2) {
   if (start_logits.size() != features.windows.size() || end_logits.size() != features.windows.size()) {
     throw Error(str("internal: expected logits for ", features.windows.size(), " windows, got ", start_logits.size()));
   }

@@ -24,37 +24,36 @@ struct ContextToken {
 std::vector<ContextToken> tokenize_with_offsets(const std::string& text, const text::Tokenizer& tokenizer);
 
 struct SquadOptions {
-  int max_length = 384;       // window length, specials included
-  int doc_stride = 128;       // context tokens between the starts of consecutive windows
-  int max_query_length = 64;  // question tokens kept
-  int max_answer_length = 30; // tokens
-  int n_best = 20;            // start and end candidates per window
-  double null_threshold = 0;  // v2.0: predict no answer when null score - best span score > threshold
+  int max_length = 384;        // window length, specials included
+  int doc_stride = 128;        // context tokens between the starts of consecutive windows
+  int max_query_length = 64;   // question tokens kept
+  int max_answer_length = 30;  // tokens
+  int n_best = 20;             // start and end candidates per window
+  double null_threshold = 0;   // v2.0: predict no answer when null score - best span score > threshold
 };
 
 struct SquadWindow {
   Sequence sequence;
-  size_t question = 0;        // index into SquadData::questions
-  int context_offset = 0;     // position of the first context token in the sequence
-  int first_token = 0;        // index of that token among the context's tokens
-  int token_count = 0;        // context tokens in this window
+  size_t question = 0;                       // index into SquadData::questions
+  int context_offset = 0;                    // position of the first context token in the sequence
+  int first_token = 0;                       // index of that token among the context's tokens
+  int token_count = 0;                       // context tokens in this window
   int start_position = 0, end_position = 0;  // training targets; 0 ([CLS]) = no answer in this window
   std::vector<uint8_t> max_context;          // per context token of the window
 };
 
 struct SquadFeatures {
   std::vector<std::vector<ContextToken>> context_tokens;  // per SquadData context
-  std::vector<SquadWindow> windows;                        // grouped by question, in question order
-  uint64_t answers_not_found = 0;                          // answers whose bytes map to no token
+  std::vector<SquadWindow> windows;                       // grouped by question, in question order
+  uint64_t answers_not_found = 0;                         // answers whose bytes map to no token
 };
 
-SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer,
-                             const SquadOptions& options);
+SquadFeatures squad_features(const SquadData& data, const text::Tokenizer& tokenizer, const SquadOptions& options);
 
 struct SpanPrediction {
-  std::string text;           // "" = no answer
-  double score = 0;           // best span's start + end logit
-  double null_score = 0;      // smallest [CLS] start + end logit over the question's windows
+  std::string text;       // "" = no answer
+  double score = 0;       // best span's start + end logit
+  double null_score = 0;  // smallest [CLS] start + end logit over the question's windows
   bool has_span = false;
 };
 
@@ -62,7 +61,7 @@ struct SpanPrediction {
 // prediction per question.
 std::vector<SpanPrediction> decode_squad(const SquadData& data, const SquadFeatures& features,
                                          const std::vector<std::vector<float>>& start_logits,
-                                         const std::vector<std::vector<float>>& end_logits,
-                                         const SquadOptions& options, bool version_2);
+                                         const std::vector<std::vector<float>>& end_logits, const SquadOptions& options,
+                                         bool version_2);
 
 }  // namespace cabert::tasks

@@ -204,7 +204,8 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
   if (table.format == TableFormat::kJsonl) return read_jsonl(path, table, options);
   TaskData data;
   data.path = path;
-  if (table.text_column.empty()) throw UsageError("--text-column: expected a column name or index, got an empty string");
+  if (table.text_column.empty())
+    throw UsageError("--text-column: expected a column name or index, got an empty string");
   LineReader reader(path);
   std::vector<std::string> fields, header;
   uint64_t line_number = 0, error_line = 0;
@@ -254,8 +255,8 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
     if (fields.size() == 1 && trim(fields[0]).empty()) continue;  // blank line
     if (first_row && !table.header && fields.size() < needed) {
       // Without a header the indices are judged against the first row: a typo in an option, not a bad row.
-      const char* flag = needed == static_cast<size_t>(text + 1)   ? "--text-column"
-                         : needed == static_cast<size_t>(pair + 1) ? "--text-pair-column"
+      const char* flag = needed == static_cast<size_t>(text + 1)    ? "--text-column"
+                         : needed == static_cast<size_t>(pair + 1)  ? "--text-pair-column"
                          : needed == static_cast<size_t>(label + 1) ? "--label-column"
                                                                     : "--id-column";
       throw UsageError(str(flag, " ", needed - 1, ": ", at_line(path, line_number, ""), "the first row has ",
@@ -268,9 +269,10 @@ TaskData read_table(const std::string& path, const TableOptions& table, const Re
     }
     if (table.header && fields.size() > header.size()) {
       // More fields than columns: a separator inside a text shifts the row, its label would be a piece of text.
-      bad_row(str("expected ", header.size(), " fields as the header has, got ", fields.size(),
-                  table.format == TableFormat::kCsv ? " (a comma inside an unquoted text?)" : " (a tab inside a text?)"),
-              line_number);
+      bad_row(
+          str("expected ", header.size(), " fields as the header has, got ", fields.size(),
+              table.format == TableFormat::kCsv ? " (a comma inside an unquoted text?)" : " (a tab inside a text?)"),
+          line_number);
       continue;
     }
     TaskExample example;
@@ -317,8 +319,10 @@ TaskDefinition generic_task(const std::string& name, TaskKind kind, bool pair, s
     }
   }
   if (labels.size() < 2) {
-    throw DataError(str(train ? train->path : name, ": expected at least two distinct labels for a classification "
-                        "task, got ", labels.size()));
+    throw DataError(str(train ? train->path : name,
+                        ": expected at least two distinct labels for a classification "
+                        "task, got ",
+                        labels.size()));
   }
   definition.labels = std::move(labels);
   definition.metrics = {"accuracy", "macro_f1"};

@@ -15,11 +15,11 @@ enum class TableFormat { kCsv, kTsv, kJsonl };
 
 struct TableOptions {
   TableFormat format = TableFormat::kCsv;
-  bool header = true;             // CSV/TSV: first row names the columns
+  bool header = true;  // CSV/TSV: first row names the columns
   std::string text_column = "text";
-  std::string text_pair_column;   // empty: single-sentence task
+  std::string text_pair_column;        // empty: single-sentence task
   std::string label_column = "label";  // empty: unlabelled
-  std::string id_column;          // empty: the line number
+  std::string id_column;               // empty: the line number
 };
 
 // By extension: .csv, .tsv/.txt, .jsonl/.json; UsageError otherwise.

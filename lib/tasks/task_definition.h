@@ -15,7 +15,7 @@ const char* task_kind_name(TaskKind kind);
 TaskKind parse_task_kind(const std::string& name);  // "classification", "regression", "span"
 
 struct TaskDefinition {
-  std::string name;                 // "SST-2", "MNLI", "SQuAD1.1", or the generic task's name
+  std::string name;  // "SST-2", "MNLI", "SQuAD1.1", or the generic task's name
   TaskKind kind = TaskKind::kClassification;
   std::vector<std::string> labels;  // classification: label strings in class-index order
   bool glue = false;                // read with the GLUE reader (distribution TSVs)

@@ -58,9 +58,9 @@ void resolve_files(const TaskDefinition& definition, const TaskSource& source, s
     if (definition.glue) {
       glue_split_files(definition, dir, train, dev);
     } else {
-      std::vector<std::string> extensions =
-          definition.kind == TaskKind::kSpan ? std::vector<std::string>{".json"}
-                                             : std::vector<std::string>{".csv", ".tsv", ".jsonl", ".json"};
+      std::vector<std::string> extensions = definition.kind == TaskKind::kSpan
+                                                ? std::vector<std::string>{".json"}
+                                                : std::vector<std::string>{".csv", ".tsv", ".jsonl", ".json"};
       if (train->empty()) *train = find_file(dir, "train", extensions);
       if (dev->empty()) {
         std::string file = find_file(dir, "dev", extensions);

@@ -15,14 +15,14 @@
 namespace cabert::tasks {
 
 struct TaskSource {
-  std::string task;                  // GLUE name, squad1.1/squad2.0, or a generic task's name
-  std::vector<std::string> data;     // a directory, or files: the first is train, the rest dev
-  std::string train;                 // explicit training file
-  std::vector<std::string> dev;      // explicit dev file(s)
+  std::string task;               // GLUE name, squad1.1/squad2.0, or a generic task's name
+  std::vector<std::string> data;  // a directory, or files: the first is train, the rest dev
+  std::string train;              // explicit training file
+  std::vector<std::string> dev;   // explicit dev file(s)
   // Generic tasks.
   TableOptions table;
-  bool format_given = false;         // table.format came from --format (else from each file's extension)
-  std::vector<std::string> labels;   // label set in class order (else inferred from the training data)
+  bool format_given = false;        // table.format came from --format (else from each file's extension)
+  std::vector<std::string> labels;  // label set in class order (else inferred from the training data)
   bool regression = false;
   bool skip_bad_rows = false;
 };
@@ -31,8 +31,8 @@ struct TaskSource {
 struct TaskSplit {
   std::string path;
   std::string metrics_task;  // name in metrics records: "MNLI-m" for dev_matched, "MNLI-mm", else the task
-  TaskData data;       // classification / regression
-  SquadData squad;     // span
+  TaskData data;             // classification / regression
+  SquadData squad;           // span
   bool labeled = true;
   size_t size() const { return squad.questions.empty() ? data.examples.size() : squad.questions.size(); }
 };

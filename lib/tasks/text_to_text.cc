@@ -14,8 +14,8 @@ namespace {
 // T5's verbalisers (t5/data/glue_utils.py label names) for the GLUE tasks whose labels are numbers.
 const std::map<std::string, std::vector<std::string>>& glue_label_texts() {
   static const std::map<std::string, std::vector<std::string>> texts = {
-      {"CoLA", {"unacceptable", "acceptable"}},      {"SST-2", {"negative", "positive"}},
-      {"MRPC", {"not_equivalent", "equivalent"}},    {"QQP", {"not_duplicate", "duplicate"}},
+      {"CoLA", {"unacceptable", "acceptable"}},   {"SST-2", {"negative", "positive"}},
+      {"MRPC", {"not_equivalent", "equivalent"}}, {"QQP", {"not_duplicate", "duplicate"}},
       {"WNLI", {"not_entailment", "entailment"}},
   };
   return texts;
@@ -108,8 +108,8 @@ Verbalizer verbalizer_from_json(const std::string& json) {
   try {
     verbalizer.texts = nlohmann::json::parse(json).get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& error) {
-    throw DataError(str("text-to-text label texts: expected a JSON array of strings, got '", json, "' (", error.what(),
-                        ")"));
+    throw DataError(
+        str("text-to-text label texts: expected a JSON array of strings, got '", json, "' (", error.what(), ")"));
   }
   return verbalizer;
 }

@@ -24,8 +24,8 @@ std::string translation_task_name(const TranslationFiles& files) {
 std::vector<data::Seq2SeqExample> encode_pairs(const ParallelData& data, const text::Tokenizer& tokenizer,
                                                int max_source_tokens, int max_target_tokens, EncodeStats* stats) {
   if (max_source_tokens < 2 || max_target_tokens < 2) {
-    throw UsageError(str("translation: expected maximum source and target lengths >= 2 tokens, got ",
-                         max_source_tokens, " and ", max_target_tokens));
+    throw UsageError(str("translation: expected maximum source and target lengths >= 2 tokens, got ", max_source_tokens,
+                         " and ", max_target_tokens));
   }
   std::vector<data::Seq2SeqExample> examples;
   examples.reserve(data.pairs.size());

@@ -43,8 +43,9 @@ bool LineReader::next(std::string* line) {
   const size_t limit = max_line_bytes_setting + 1;  // + 1: a '\r' before the newline
   auto append = [&](const char* data, size_t size) {
     if (line->size() + size > limit) {
-      throw DataError(at_line(name_, line_number_ + 1, str("the line is longer than ", max_line_bytes_setting,
-                                                           " bytes (the bound is --max-line-bytes)")));
+      throw DataError(
+          at_line(name_, line_number_ + 1,
+                  str("the line is longer than ", max_line_bytes_setting, " bytes (the bound is --max-line-bytes)")));
     }
     line->append(data, size);
   };
@@ -85,8 +86,8 @@ bool is_gutenberg_marker(const std::string& line, const char* words) {
 }
 
 bool is_abbreviation(const std::string& text, size_t period) {
-  static const std::array<const char*, 16> kAbbreviations = {
-      "Mr", "Mrs", "Ms", "Dr", "St", "Prof", "Sr", "Jr", "vs", "etc", "e.g", "i.e", "cf", "No", "Vol", "Mt"};
+  static const std::array<const char*, 16> kAbbreviations = {"Mr", "Mrs", "Ms",  "Dr",  "St", "Prof", "Sr",  "Jr",
+                                                             "vs", "etc", "e.g", "i.e", "cf", "No",   "Vol", "Mt"};
   size_t begin = period;
   while (begin > 0 && !std::isspace(static_cast<unsigned char>(text[begin - 1]))) --begin;
   std::string word = text.substr(begin, period - begin);
@@ -148,8 +149,7 @@ std::vector<std::string> split_sentences(const std::string& paragraph) {
 SentenceSource::SentenceSource(std::vector<std::string> inputs, TextFormat format)
     : SentenceSource(nullptr, std::move(inputs), format) {}
 
-SentenceSource::SentenceSource(std::unique_ptr<std::istream> first, std::vector<std::string> inputs,
-                               TextFormat format)
+SentenceSource::SentenceSource(std::unique_ptr<std::istream> first, std::vector<std::string> inputs, TextFormat format)
     : inputs_(std::move(inputs)), format_(format), first_(std::move(first)) {
   for (const auto& input : inputs_) total_bytes_ += file_size_or_zero(input);
 }

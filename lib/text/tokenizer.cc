@@ -85,8 +85,8 @@ uint64_t train_tokenizer(const TokenizerTrainOptions& options) {
   }
   int specials = 5 + options.num_sentinels;
   if (options.vocab_size <= specials + 10) {
-    throw UsageError(str("--vocab-size ", options.vocab_size, " leaves no room next to the ", specials,
-                         " special tokens"));
+    throw UsageError(
+        str("--vocab-size ", options.vocab_size, " leaves no room next to the ", specials, " special tokens"));
   }
   std::string control = "[CLS],[SEP],[MASK]";
   for (int i = 0; i < options.num_sentinels; ++i) control.append(",").append(sentinel_piece(i));

@@ -30,7 +30,7 @@ struct TokenizerTrainOptions {
   std::vector<std::string> inputs;  // files or "-"
   TextFormat input_format = TextFormat::kLines;
   int vocab_size = 8000;
-  std::string model_prefix;  // writes <prefix>.model and <prefix>.vocab
+  std::string model_prefix;            // writes <prefix>.model and <prefix>.vocab
   std::string model_type = "unigram";  // or "bpe"
   bool lowercase = false;
   int num_sentinels = 100;

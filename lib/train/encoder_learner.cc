@@ -17,8 +17,8 @@ using tasks::TaskKind;
 // Training inputs: one sequence and one target row per feature.
 struct TrainingSet {
   std::vector<tasks::Sequence> sequences;
-  std::vector<int64_t> class_targets;       // classification
-  std::vector<float> value_targets;         // regression
+  std::vector<int64_t> class_targets;         // classification
+  std::vector<float> value_targets;           // regression
   std::vector<std::array<int64_t, 2>> spans;  // span: start, end
 };
 

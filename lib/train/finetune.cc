@@ -81,8 +81,8 @@ std::string model_name(const FinetuneOptions& options) {
 }
 
 std::map<std::string, std::string> task_metadata(const tasks::TaskDefinition& definition,
-                                                  const tasks::TaskSource& source, int max_length,
-                                                  const tasks::SquadOptions& squad) {
+                                                 const tasks::TaskSource& source, int max_length,
+                                                 const tasks::SquadOptions& squad) {
   return {{"task", tasks::definition_to_json(definition, source)},
           {"max_length", std::to_string(max_length)},
           {"doc_stride", std::to_string(squad.doc_stride)},
@@ -170,7 +170,7 @@ std::unique_ptr<FinetuneLearner> make_learner(const FinetuneOptions& options, co
     }
     if (setup.init.info.kind() == "finetune" && !eval::is_text_to_text(setup.init.info)) {
       throw UsageError(str(setup.init.path, " is an encoder-decoder fine-tuned on translation; start text-to-text "
-                           "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
+                                            "fine-tuning from a pre-trained (span-corruption) checkpoint or a preset"));
     }
     TextToTextSetup text_to_text;
     text_to_text.config = setup.config;
@@ -186,11 +186,13 @@ std::unique_ptr<FinetuneLearner> make_learner(const FinetuneOptions& options, co
   }
   if (definition.name == "text-to-text") {
     throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "
-                         "span-corruption checkpoint); '", setup.config.name(), "' is an encoder"));
+                         "span-corruption checkpoint); '",
+                         setup.config.name(), "' is an encoder"));
   }
   const models::Pooling pooling = models::parse_pooling(options.pooling);
   if (pooling != models::Pooling::kCls && definition.kind == TaskKind::kSpan) {
-    throw UsageError(str("--pooling ", options.pooling, ": SQuAD's span head scores every position; pooling "
+    throw UsageError(str("--pooling ", options.pooling,
+                         ": SQuAD's span head scores every position; pooling "
                          "applies to classification and regression"));
   }
   return make_encoder_learner(setup.config, start, setup.task, *setup.tokenizer, predict, options.max_train_examples,
@@ -348,7 +350,8 @@ Resume find_resume(const FinetuneOptions& options, const FinetuneSetup& setup, c
   resume.last = io::load_checkpoint(last_path);
   eval::check_tokenizer_matches(*setup.tokenizer, resume.last.info, last_path);
   if (resume.last.info.model().SerializeAsString() != setup.config.SerializeAsString()) {
-    throw UsageError(str("--resume: ", last_path, " holds another model config; resume with the same --init/--preset/"
+    throw UsageError(str("--resume: ", last_path,
+                         " holds another model config; resume with the same --init/--preset/"
                          "--set"));
   }
   resume.position = resume_position(resume.last);
@@ -473,9 +476,9 @@ void summarise_runs(const std::vector<RunOutcome>& runs, bool main_rank, Finetun
       summary.best_of_runs.push_back(best);
     }
   }
-  summary.best_run = std::max_element(scores.begin(), scores.end(),
-                                      [](double a, double b) { return eval::better_score(b, a); }) -
-                     scores.begin();
+  summary.best_run =
+      std::max_element(scores.begin(), scores.end(), [](double a, double b) { return eval::better_score(b, a); }) -
+      scores.begin();
   summary.best_score = scores[summary.best_run];
   // A run whose every dev score was NaN failed: the mean and SEM are over the others, and the log says so.
   std::vector<double> numbers;
@@ -523,7 +526,7 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
   }
   std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
-  std::unique_ptr<io::TensorboardLog> tensorboard;    // rank 0's, with --tensorboard
+  std::unique_ptr<io::TensorboardLog> tensorboard;   // rank 0's, with --tensorboard
   double seconds_before = 0;
   if (main_rank) {
     // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job); a
@@ -543,7 +546,13 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
     }
   }
   const RunClock clock(seconds_before);
-  RunContext context{options, source, setup, communicator, device, resume, last_path,
+  RunContext context{options,
+                     source,
+                     setup,
+                     communicator,
+                     device,
+                     resume,
+                     last_path,
                      [&](const pb::TaskMetrics& record) {
                        if (!main_rank) return;
                        metrics_writer->write(record);
@@ -554,9 +563,9 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   std::vector<RunOutcome> runs;
   try {
     for (int run = 0; run < options.runs; ++run) {
-      const std::string run_checkpoint =
-          options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run) / "best.cabert").string()
-                           : summary.checkpoint;
+      const std::string run_checkpoint = options.runs > 1
+                                             ? (fs::path(options.model_dir) / str("run-", run) / "best.cabert").string()
+                                             : summary.checkpoint;
       if (resume.active && run < static_cast<int>(resume.position.run())) {
         runs.push_back(carried_run(resume, run, run_checkpoint));
       } else {

@@ -43,19 +43,19 @@ struct TaskDefaults {
 TaskDefaults task_defaults(const std::string& task, int hidden_size);
 
 struct FinetuneOptions {
-  std::string init;            // pre-training checkpoint (its "model/encoder." tensors initialise the encoder)
-  std::string preset;          // or: preset name / .textproto, randomly initialised
+  std::string init;    // pre-training checkpoint (its "model/encoder." tensors initialise the encoder)
+  std::string preset;  // or: preset name / .textproto, randomly initialised
   std::vector<std::string> set_overrides;
   std::string init_from_task;  // or: a fine-tuned checkpoint (e.g. MNLI) whose encoder is reused, head fresh
   std::string tokenizer;       // required with --preset; else must match the checkpoint's
   std::string model_dir, name;
   std::string tensorboard;  // --tensorboard DIR: rank 0 also writes the metrics records as TensorBoard events
-  double lr = 0;               // 0 = task default
+  double lr = 0;            // 0 = task default
   int epochs = 0, batch_size = 0;
   double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
-  int64_t log_every = 10;      // a TRAIN record (mean loss of the interval) every this many updates; 0 = none
-  int max_length = 0;          // 0 = 128 (384 for SQuAD), capped by a model with absolute positions
+  int64_t log_every = 10;           // a TRAIN record (mean loss of the interval) every this many updates; 0 = none
+  int max_length = 0;               // 0 = 128 (384 for SQuAD), capped by a model with absolute positions
   int runs = 1;
   uint64_t seed = 42;
   int eval_batch_size = 64;
@@ -79,8 +79,8 @@ struct FinetuneSummary {
   std::vector<pb::TaskMetrics> best_of_runs;  // one per run and dev file
   size_t best_run = 0;
   std::string checkpoint, metrics_path;
-  std::string primary_task;                    // the dev split runs are ranked by
-  eval::MeanSem primary;                       // over runs, percent
+  std::string primary_task;  // the dev split runs are ranked by
+  eval::MeanSem primary;     // over runs, percent
   double best_score = 0;
 };
 

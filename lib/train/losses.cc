@@ -17,10 +17,8 @@ torch::Tensor replaced_token_detection_loss(const torch::Tensor& logits, const t
 
 torch::Tensor task_loss(tasks::TaskKind kind, const torch::Tensor& output, const torch::Tensor& targets) {
   switch (kind) {
-    case tasks::TaskKind::kClassification:
-      return torch::nn::functional::cross_entropy(output, targets);
-    case tasks::TaskKind::kRegression:
-      return torch::mse_loss(output, targets.to(output.scalar_type()));
+    case tasks::TaskKind::kClassification: return torch::nn::functional::cross_entropy(output, targets);
+    case tasks::TaskKind::kRegression: return torch::mse_loss(output, targets.to(output.scalar_type()));
     case tasks::TaskKind::kSpan: {
       torch::Tensor start = torch::nn::functional::cross_entropy(output.select(2, 0), targets.select(1, 0));
       torch::Tensor end = torch::nn::functional::cross_entropy(output.select(2, 1), targets.select(1, 1));

@@ -51,7 +51,8 @@ void MetricsLog::carry_over(const std::string& path, uint64_t until_step) {
   }
 }
 
-void MetricsLog::add(const std::string& phase, uint64_t step, double wall, const std::map<std::string, double>& values) {
+void MetricsLog::add(const std::string& phase, uint64_t step, double wall,
+                     const std::map<std::string, double>& values) {
   pb::MetricsRecord record;
   record.set_phase(phase);
   record.set_step(step);

@@ -16,14 +16,10 @@ namespace {
 
 const char* run_noun(DirectoryRun run) {
   switch (run) {
-    case DirectoryRun::kPretraining:
-      return "pre-training";
-    case DirectoryRun::kFinetuning:
-      return "fine-tuning";
-    case DirectoryRun::kTranslation:
-      return "translation fine-tuning";
-    case DirectoryRun::kNone:
-      break;
+    case DirectoryRun::kPretraining: return "pre-training";
+    case DirectoryRun::kFinetuning: return "fine-tuning";
+    case DirectoryRun::kTranslation: return "translation fine-tuning";
+    case DirectoryRun::kNone: break;
   }
   return "run";
 }

@@ -96,7 +96,7 @@ struct CorpusTokenizer {
 // prefixes (two corpora built apart) are fine.
 void check_shard_sets(const std::vector<std::string>& shards) {
   static const std::regex numbered(R"((.*)-([0-9]+)-of-([0-9]+))");
-  std::map<std::string, std::string> seen;                                  // canonical path -> as given
+  std::map<std::string, std::string> seen;                                   // canonical path -> as given
   std::map<std::string, std::pair<std::string, std::string>> set_of_prefix;  // prefix -> (count, a shard)
   for (const auto& shard : shards) {
     if (shard == "-") {
@@ -107,8 +107,8 @@ void check_shard_sets(const std::vector<std::string>& shards) {
     fs::path canonical = fs::weakly_canonical(shard, error);
     const std::string key = error ? shard : canonical.string();
     if (auto [it, inserted] = seen.emplace(key, shard); !inserted) {
-      throw UsageError(str("--corpus: ", shard, " is given twice (also as ", it->second,
-                           "); each shard must be given once"));
+      throw UsageError(
+          str("--corpus: ", shard, " is given twice (also as ", it->second, "); each shard must be given once"));
     }
     std::smatch match;
     const std::string name = fs::path(shard).filename().string();
@@ -141,8 +141,8 @@ CorpusTokenizer corpus_tokenizer(const std::vector<std::string>& shards) {
       char* end = nullptr;
       const long long parsed = std::strtoll(vocab.c_str(), &end, 10);
       if (*end != '\0' || parsed <= 0 || parsed > (int64_t{1} << 31) - 1) {
-        throw DataError(str(reader.name(), ": header metadata vocab_size '", vocab,
-                            "': expected a positive 32-bit integer"));
+        throw DataError(
+            str(reader.name(), ": header metadata vocab_size '", vocab, "': expected a positive 32-bit integer"));
       }
       shard.vocab_size = parsed;
     }
@@ -208,8 +208,8 @@ std::unique_ptr<io::Checkpoint> find_resume(const PretrainOptions& options, cons
   const int64_t step = static_cast<int64_t>(resumed->info.step());
   if (!resumed->info.tokenizer_checksum().empty() && !corpus.checksum.empty() &&
       resumed->info.tokenizer_checksum() != corpus.checksum) {
-    throw UsageError(str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ",
-                         resumed->path));
+    throw UsageError(
+        str("--resume: the corpus was tokenized with another tokenizer than the checkpoint ", resumed->path));
   }
   check_resume_options(resumed->path, options.allow_changed_options, step >= options.steps);
   log_info("pretrain: resuming from ", resumed->path, " at step ", step);
@@ -381,7 +381,8 @@ void train_steps(PretrainState& state, int64_t step, const std::vector<pb::Pretr
   module.train();
   // Counted from this process's first step so that the rate and ETA stay right after --resume.
   const int64_t first_step = step;
-  Progress progress(str("pretrain (from step ", first_step, ")"), "steps", static_cast<uint64_t>(options.steps - first_step));
+  Progress progress(str("pretrain (from step ", first_step, ")"), "steps",
+                    static_cast<uint64_t>(options.steps - first_step));
   const RunClock clock(metrics ? metrics->carried_wall_seconds() : 0.0);
   double tokens_total = 0, seconds_total = 0;
   while (step < options.steps) {
@@ -390,7 +391,8 @@ void train_steps(PretrainState& state, int64_t step, const std::vector<pb::Pretr
     ++result.steps_done;
     tokens_total += static_cast<double>(report.tokens), seconds_total += report.seconds;
     result.last_loss = report.loss;
-    if (metrics) metrics->add("train", step, clock.seconds(), step_values(report, options.objective, update_step.skipped()));
+    if (metrics)
+      metrics->add("train", step, clock.seconds(), step_values(report, options.objective, update_step.skipped()));
     if (!options.quiet_progress) {
       char extra[160];
       std::snprintf(extra, sizeof(extra), "loss %.4f, lr %.3g, %s tok/s", report.loss, report.lr,
@@ -437,7 +439,8 @@ std::string describe_pretraining_model(const pb::ModelConfig& config, Objective 
 
 PretrainResult run_pretraining(const PretrainOptions& options) {
   if (options.steps <= 0) throw UsageError(str("--steps: expected a positive count, got ", options.steps));
-  if (options.batch_size <= 0 || options.accumulate <= 0) throw UsageError("--batch-size and --accumulate must be positive");
+  if (options.batch_size <= 0 || options.accumulate <= 0)
+    throw UsageError("--batch-size and --accumulate must be positive");
   if (options.keep_checkpoints < 1) throw UsageError("--keep-checkpoints: expected at least 1");
   check_objective_fits(options.model, options.objective);
   torch::Device device = ops::select_device(options.device);
@@ -482,7 +485,8 @@ PretrainResult run_pretraining(const PretrainOptions& options) {
   adam.lr = options.lr > 0 ? options.lr : default_lr(config, options.objective);
   adam.eps = options.adam_eps;
   adam.weight_decay = options.weight_decay;
-  const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
+  const int64_t warmup =
+      options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(10000, options.steps / 10);
   AdamW optimizer(module, adam);
 
   data::DataShare share;

@@ -88,7 +88,8 @@ StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt
   data::CorruptedRows corrupted = data::corrupt_rows(batch.ids, batch.mask, span_, row_random);
   const std::vector<data::Seq2SeqExample>& examples = corrupted.examples;
   if (examples.empty()) {
-    throw DataError("span corruption: expected corpus examples with at least 2 regular tokens, got a batch without any");
+    throw DataError(
+        "span corruption: expected corpus examples with at least 2 regular tokens, got a batch without any");
   }
   std::vector<size_t> rows(examples.size());
   std::iota(rows.begin(), rows.end(), size_t{0});

@@ -38,8 +38,8 @@ const char* objective_name(Objective objective);
 void check_objective_fits(const pb::ModelConfig& config, Objective objective);
 
 struct StepOutput {
-  torch::Tensor loss;                   // what backward() sees
-  MetricSums sums;                      // metric sums (divided by counts at report time)
+  torch::Tensor loss;  // what backward() sees
+  MetricSums sums;     // metric sums (divided by counts at report time)
   // The loss as weighted means, loss = sum_i weight_i * mean_i, mean i over count_i items (masked tokens,
   // real tokens, target tokens): what a data-parallel step renormalises over the ranks' joint batch.
   struct Term {

@@ -77,8 +77,8 @@ void record_rank_states(const std::vector<pb::RankState>& states, int world_size
   for (const auto& state : states) *info->add_ranks() = state;
 }
 
-void restore_rank_state(const io::Checkpoint& checkpoint, const dist::Communicator& communicator,
-                        std::mt19937_64& rng, data::ExampleStream& stream) {
+void restore_rank_state(const io::Checkpoint& checkpoint, const dist::Communicator& communicator, std::mt19937_64& rng,
+                        data::ExampleStream& stream) {
   const pb::CheckpointInfo& info = checkpoint.info;
   pb::RankState state;
   if (communicator.distributed()) {

@@ -32,7 +32,7 @@ std::vector<pb::RankState> gather_rank_states(dist::Communicator& communicator, 
 void record_rank_states(const std::vector<pb::RankState>& states, int world_size, pb::CheckpointInfo* info);
 
 // Restores this rank's generators and data position from `checkpoint`.
-void restore_rank_state(const io::Checkpoint& checkpoint, const dist::Communicator& communicator,
-                        std::mt19937_64& rng, data::ExampleStream& stream);
+void restore_rank_state(const io::Checkpoint& checkpoint, const dist::Communicator& communicator, std::mt19937_64& rng,
+                        data::ExampleStream& stream);
 
 }  // namespace cabert::train

@@ -14,11 +14,29 @@ namespace {
 
 // How or where a run goes, not what it computes; also the options that only steer what a command prints.
 const std::set<std::string>& operational_options() {
-  static const std::set<std::string> names = {
-      "allow-changed-options", "config",     "device",    "dist-timeout",   "dry-run",  "dump-config",
-      "dump-options",          "eval-every", "keep-checkpoints", "kernels",  "list-presets", "log-every",
-      "log-file",              "log-format", "log-level", "max-line-bytes", "model-dir", "nproc",
-      "quiet",                 "resume",     "save-every", "tensorboard", "threads"};
+  static const std::set<std::string> names = {"allow-changed-options",
+                                              "config",
+                                              "device",
+                                              "dist-timeout",
+                                              "dry-run",
+                                              "dump-config",
+                                              "dump-options",
+                                              "eval-every",
+                                              "keep-checkpoints",
+                                              "kernels",
+                                              "list-presets",
+                                              "log-every",
+                                              "log-file",
+                                              "log-format",
+                                              "log-level",
+                                              "max-line-bytes",
+                                              "model-dir",
+                                              "nproc",
+                                              "quiet",
+                                              "resume",
+                                              "save-every",
+                                              "tensorboard",
+                                              "threads"};
   return names;
 }
 
@@ -65,8 +83,8 @@ std::vector<OptionChange> changed_run_options(const std::map<std::string, std::s
 std::string describe_changes(const std::vector<OptionChange>& changes) {
   std::string text;
   for (const auto& change : changes) {
-    text += str(text.empty() ? "" : ", ", "--", change.name, " ", change.after.empty() ? "''" : change.after,
-                " (was ", change.before.empty() ? "''" : change.before, ")");
+    text += str(text.empty() ? "" : ", ", "--", change.name, " ", change.after.empty() ? "''" : change.after, " (was ",
+                change.before.empty() ? "''" : change.before, ")");
   }
   return text;
 }
@@ -79,7 +97,8 @@ std::vector<OptionChange> check_resume_options(const std::string& checkpoint_pat
   std::vector<OptionChange> all = changed_run_options(before, run_context().options), changes;
   for (const auto& change : all) {
     if (length_options().count(change.name)) {
-      log_info("--resume: --", change.name, " ", change.after, " (was ", change.before, "): the run continues to the new "
+      log_info("--resume: --", change.name, " ", change.after, " (was ", change.before,
+               "): the run continues to the new "
                "length (the learning-rate schedule follows it)");
     } else {
       changes.push_back(change);
@@ -93,7 +112,8 @@ std::vector<OptionChange> check_resume_options(const std::string& checkpoint_pat
   }
   if (!allow_changes) {
     throw UsageError(str("--resume: options differ from those that wrote ", checkpoint_path, ": ",
-                         describe_changes(changes), "; rerun with the same options, or pass --allow-changed-options "
+                         describe_changes(changes),
+                         "; rerun with the same options, or pass --allow-changed-options "
                          "to continue with the new ones"));
   }
   log_warning("--resume: continuing with changed options (--allow-changed-options): ", describe_changes(changes),

@@ -14,8 +14,8 @@ class TextToTextLearner : public FinetuneLearner {
  public:
   explicit TextToTextLearner(const TextToTextSetup& setup) : setup_(setup) {
     if (!setup.config.has_seq2seq()) {
-      throw UsageError(str("text-to-text fine-tuning needs an encoder-decoder; '", setup.config.name(),
-                           "' is an encoder"));
+      throw UsageError(
+          str("text-to-text fine-tuning needs an encoder-decoder; '", setup.config.name(), "' is an encoder"));
     }
     tasks::TextToTextStats stats;
     examples_ = tasks::text_to_text_examples(*setup.train, setup.definition, setup.verbalizer, *setup.tokenizer,

@@ -20,15 +20,15 @@
 namespace cabert::train {
 
 struct TextToTextSetup {
-  pb::ModelConfig config;                  // an encoder-decoder
-  const io::Checkpoint* init = nullptr;    // all "model/" tensors start each run; nullptr: random
+  pb::ModelConfig config;                // an encoder-decoder
+  const io::Checkpoint* init = nullptr;  // all "model/" tensors start each run; nullptr: random
   tasks::TaskDefinition definition;
   tasks::Verbalizer verbalizer;
   const tasks::TaskData* train = nullptr;
   const text::Tokenizer* tokenizer = nullptr;
-  eval::PredictOptions predict;            // max_length bounds the inputs
+  eval::PredictOptions predict;  // max_length bounds the inputs
   double label_smoothing = 0;
-  uint64_t max_train_examples = 0;         // 0 = all
+  uint64_t max_train_examples = 0;  // 0 = all
 };
 
 std::unique_ptr<FinetuneLearner> make_text_to_text_learner(const TextToTextSetup& setup);

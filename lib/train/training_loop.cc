@@ -192,8 +192,8 @@ void EpochLoop::train_epoch(const std::vector<size_t>& order) {
     if (settings_.after_step) settings_.after_step(report.update);
     if (const int signal = stop_signal(communicator_); signal != 0) {
       save_last();
-      log_info(settings_.job, ": stopped at epoch ", position_.epoch(), ", batch ", position_.batch(),
-               " (update ", position_.update(), "); continue with --resume (", settings_.last_path, ")");
+      log_info(settings_.job, ": stopped at epoch ", position_.epoch(), ", batch ", position_.batch(), " (update ",
+               position_.update(), "); continue with --resume (", settings_.last_path, ")");
       throw Interrupted(signal);
     }
   }
@@ -241,8 +241,8 @@ void EpochLoop::finish_epoch(EpochRunResult& result) {
 EpochRunResult EpochLoop::run() {
   EpochRunResult result;
   while (static_cast<int>(position_.epoch()) <= settings_.epochs) {
-    train_epoch(epoch_order(learner_.order_size(), settings_.seed, static_cast<int>(position_.epoch()),
-                            settings_.order));
+    train_epoch(
+        epoch_order(learner_.order_size(), settings_.seed, static_cast<int>(position_.epoch()), settings_.order));
     finish_epoch(result);
   }
   result.best = best_;
@@ -253,8 +253,7 @@ EpochRunResult EpochLoop::run() {
 void EpochLoop::save_last() {
   const int epoch = static_cast<int>(position_.epoch());
   save_resume_checkpoint(settings_.last_path, learner_.checkpoint_info(epoch, static_cast<int64_t>(position_.update())),
-                         position_, module_, optimizer_,
-                         communicator_, settings_.job);
+                         position_, module_, optimizer_, communicator_, settings_.job);
 }
 
 void save_resume_checkpoint(const std::string& path, pb::CheckpointInfo info, const pb::TrainingPosition& position,

@@ -62,11 +62,11 @@ class StepLearner {
 };
 
 struct StepSettings {
-  std::string job = "train";   // prefixes messages: "pretrain", "finetune", "translation"
-  std::string unit = "step";   // what messages call an update
+  std::string job = "train";  // prefixes messages: "pretrain", "finetune", "translation"
+  std::string unit = "step";  // what messages call an update
   int accumulate = 1;
-  bool amp = false;            // bfloat16 autocast (lib/ops/mixed_precision.h)
-  double clip_norm = 0;        // 0: no clipping (the norm is still computed)
+  bool amp = false;      // bfloat16 autocast (lib/ops/mixed_precision.h)
+  double clip_norm = 0;  // 0: no clipping (the norm is still computed)
   int64_t max_skipped_updates = 5;
   std::function<double(int64_t update)> learning_rate;  // update is 1-based
   // The error text for a non-finite joint loss at `update`, `ranks` of the world's ranks having produced one.
@@ -151,8 +151,8 @@ class EpochLearner : public StepLearner {
 struct EpochSettings {
   std::string job = "finetune";  // prefixes messages: "finetune", "translation"
   int epochs = 1;
-  int run = 0;                 // fine-tuning's --runs: this one (0-based); recorded in the position
-  uint64_t seed = 42;          // the epoch orders' (and the run's)
+  int run = 0;         // fine-tuning's --runs: this one (0-based); recorded in the position
+  uint64_t seed = 42;  // the epoch orders' (and the run's)
   EpochOrder order = EpochOrder::kFresh;
   int64_t log_every = 10;      // a TRAIN record (mean loss of the interval) every this many updates; 0: none
   std::string progress_title;  // "finetune SST-2", "translation"

@@ -111,7 +111,8 @@ TranslationData read_data(const TranslationTrainOptions& options, const text::To
   tasks::ParallelData train_pairs = tasks::read_translation_split(options.data, options.train_split, data.files);
   if (train_pairs.pairs.empty()) throw DataError(str(train_pairs.source_path, ": expected training pairs, got none"));
   tasks::EncodeStats stats;
-  data.train = tasks::encode_pairs(train_pairs, tokenizer, options.max_source_tokens, options.max_target_tokens, &stats);
+  data.train =
+      tasks::encode_pairs(train_pairs, tokenizer, options.max_source_tokens, options.max_target_tokens, &stats);
   data.files.read.max_pairs = options.max_dev_examples;
   tasks::ParallelData dev_pairs = options.dev.empty()
                                       ? tasks::read_translation_split(options.data, options.dev_split, data.files)
@@ -179,9 +180,9 @@ io::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
   io::NamedTensors averaged;
   for (const auto& [name, tensor] : last.tensors) {
     auto found = sum.find(name);
-    averaged.emplace_back(name, found == sum.end() ? tensor
-                                                   : (found->second / static_cast<double>(paths.size()))
-                                                         .to(tensor.scalar_type()));
+    averaged.emplace_back(name, found == sum.end()
+                                    ? tensor
+                                    : (found->second / static_cast<double>(paths.size())).to(tensor.scalar_type()));
   }
   return averaged;
 }
@@ -217,8 +218,8 @@ class TranslationLearner : public EpochLearner {
   }
 
   std::vector<pb::TaskMetrics> evaluate_epoch(int epoch, int64_t /*update*/, double /*train_loss*/) override {
-    DevResult result = evaluate_dev(model_, data_.dev, *start_.tokenizer, device_, options_.dev_beam,
-                                    options_.max_tokens);
+    DevResult result =
+        evaluate_dev(model_, data_.dev, *start_.tokenizer, device_, options_.dev_beam, options_.max_tokens);
     log_info("translation: epoch ", epoch, " dev: nll/token ", result.nll_per_token, ", ",
              eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
     check_finite_weights(io::module_tensors(*model_, "model/"), "translation", str("after epoch ", epoch));
@@ -311,17 +312,17 @@ class TranslationLearner : public EpochLearner {
 
 // --average-last N >= 2: the parameter average of the last epochs, scored on dev.
 pb::TaskMetrics write_average(const TranslationTrainOptions& options, TranslationLearner& learner,
-                              const TranslationData& data, const ModelStart& start, int last_epoch,
-                              int64_t update, torch::Device device, std::string* path) {
+                              const TranslationData& data, const ModelStart& start, int last_epoch, int64_t update,
+                              torch::Device device, std::string* path) {
   *path = (fs::path(options.model_dir) / "averaged.cabert").string();
   pb::CheckpointInfo info = learner.checkpoint_info(last_epoch, update);
   (*info.mutable_metadata())["averaged"] = std::to_string(learner.epoch_checkpoints().size()) + " epochs";
   io::save_checkpoint(*path, info, average_checkpoints(learner.epoch_checkpoints()));
   eval::LoadedSeq2SeqModel averaged = eval::load_seq2seq_model(*path, device);
-  DevResult result = evaluate_dev(averaged.model, data.dev, *start.tokenizer, device, options.dev_beam,
-                                  options.max_tokens);
-  log_info("translation: average of the last ", learner.epoch_checkpoints().size(), " epochs, dev: ",
-           eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
+  DevResult result =
+      evaluate_dev(averaged.model, data.dev, *start.tokenizer, device, options.dev_beam, options.max_tokens);
+  log_info("translation: average of the last ", learner.epoch_checkpoints().size(),
+           " epochs, dev: ", eval::format_bleu(result.scores.bleu), ", ", eval::format_chrf(result.scores.chrf));
   pb::TaskMetrics record = learner.dev_record(result, *path);
   record.set_kind(pb::TaskMetrics::EVALUATION);
   record.set_epoch(static_cast<uint32_t>(last_epoch));
@@ -374,8 +375,8 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   const TranslationData data = read_data(options, *start.tokenizer);
   const int64_t steps_per_epoch = static_cast<int64_t>(data.batches.size());
   const int64_t total_steps = steps_per_epoch * options.epochs;
-  const int64_t warmup = options.warmup_steps >= 0 ? options.warmup_steps
-                                                   : std::min<int64_t>(4000, std::llround(0.1 * total_steps));
+  const int64_t warmup =
+      options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(4000, std::llround(0.1 * total_steps));
   log_info("translation: ", data.task_name, ", ", data.train.size(), " training pairs in ", steps_per_epoch,
            " batches of <= ", options.max_tokens, " tokens, dev ", data.dev.examples.size(), "; lr ", options.lr, " (",
            options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates), label smoothing ", start.smoothing,

@@ -30,9 +30,9 @@ struct TranslationTrainOptions {
   std::string tokenizer;  // required with --preset; else must match the checkpoint's
   std::string model_dir, name;
   std::string tensorboard;  // --tensorboard DIR: the metrics records also as TensorBoard events
-  std::string data;                     // directory of SPLIT.LANG files, or a TSV of training pairs
+  std::string data;         // directory of SPLIT.LANG files, or a TSV of training pairs
   std::string train_split = "train", dev_split = "val";
-  std::string dev;                      // a TSV of dev pairs (else dev_split of `data`)
+  std::string dev;  // a TSV of dev pairs (else dev_split of `data`)
   tasks::TranslationFiles files;
   double lr = 5e-4;
   int epochs = 10;
@@ -40,12 +40,12 @@ struct TranslationTrainOptions {
   std::string schedule = "inverse-sqrt";      // or "linear"
   int64_t warmup_steps = -1;                  // -1: min(4000, 10% of the updates)
   double weight_decay = 1e-4, clip_norm = 0;
-  int64_t max_skipped_updates = 5;            // a non-finite gradient norm skips the update; this many in a row stop
-  int64_t log_every = 10;                     // a TRAIN metrics record (mean loss) every this many updates; 0 = none
-  double label_smoothing = -1;                // -1: the config's
+  int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
+  int64_t log_every = 10;           // a TRAIN metrics record (mean loss) every this many updates; 0 = none
+  double label_smoothing = -1;      // -1: the config's
   int max_source_tokens = 256, max_target_tokens = 256;
-  int average_last = 0;                       // average the last N epochs' parameters (0/1: off)
-  int dev_beam = 1;                           // dev translations: 1 = greedy
+  int average_last = 0;                                   // average the last N epochs' parameters (0/1: off)
+  int dev_beam = 1;                                       // dev translations: 1 = greedy
   uint64_t max_train_examples = 0, max_dev_examples = 0;  // 0 = all
   bool resume = false;
   bool allow_changed_options = false;  // --resume with options that differ from the checkpoint's

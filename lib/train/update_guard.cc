@@ -23,8 +23,8 @@ bool UpdateGuard::allow(double grad_norm, int64_t step) {
   ++consecutive_;
   ++skipped_;
   if (consecutive_ >= max_consecutive_) {
-    throw Error(str(job_, ": the gradient norm was ", grad_norm, " at ", what_, " ", step, ", ", consecutive_,
-                    " ", what_, "s in a row; stopping (lower --lr, or look at the data of these ", what_, "s)"));
+    throw Error(str(job_, ": the gradient norm was ", grad_norm, " at ", what_, " ", step, ", ", consecutive_, " ",
+                    what_, "s in a row; stopping (lower --lr, or look at the data of these ", what_, "s)"));
   }
   log_warning(job_, ": the gradient norm is ", grad_norm, " at ", what_, " ", step, "; skipping this update (",
               consecutive_, " in a row, the run stops at ", max_consecutive_, ")");

@@ -35,8 +35,8 @@ void expect_only(const char* what, Read&& read) {
   } catch (const Expected&) {
   } catch (const AlsoExpected&) {
   } catch (const Error& error) {
-    std::fprintf(stderr, "%s: unexpected cabert::Error (exit code %d, expected %d): %s\n", what,
-                 error.exit_code(), Expected("").exit_code(), error.what());
+    std::fprintf(stderr, "%s: unexpected cabert::Error (exit code %d, expected %d): %s\n", what, error.exit_code(),
+                 Expected("").exit_code(), error.what());
     std::abort();
   }
 }

@@ -24,7 +24,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   cabert::fuzz::expect_only<cabert::UsageError>("model config", [&] {
     cabert::pb::ModelConfig config = cabert::config::load_model_config(path, overrides);
     // Valid: what --dump-config prints must read back as the same config.
-    cabert::pb::ModelConfig again = cabert::config::parse_model_config_text(cabert::config::config_to_text(config), "dump");
+    cabert::pb::ModelConfig again =
+        cabert::config::parse_model_config_text(cabert::config::config_to_text(config), "dump");
     google::protobuf::util::DefaultFieldComparator nan_equal;  // a NaN the validation lets through
     nan_equal.set_treat_nan_as_equal(true);
     google::protobuf::util::MessageDifferencer differencer;

@@ -121,9 +121,10 @@ TEST(CudaBench, ModelCommandWritesCudaRecords) {
   CABERT_REQUIRE_CUDA();
   EXPECT_EQ(ops::indexed_device(torch::Device(torch::kCUDA)), testing::cuda0()) << "--device cuda: the current one";
   const std::string records = testing::temp_dir() + "/model.bench";
-  ASSERT_TRUE(testing::runs(str(CABERT_BINARY, " -q bench --model bert-tiny-composite --device cuda --amp --seq 16 "
-                                "--batch 2 --repeats 1 --warmup 0 -o ", records, " > ", testing::temp_dir(),
-                                "/model.md")));
+  ASSERT_TRUE(testing::runs(str(CABERT_BINARY,
+                                " -q bench --model bert-tiny-composite --device cuda --amp --seq 16 "
+                                "--batch 2 --repeats 1 --warmup 0 -o ",
+                                records, " > ", testing::temp_dir(), "/model.md")));
   const std::string table = testing::read_text(testing::temp_dir() + "/model.md");
   EXPECT_NE(table.find("on cuda:0 ("), std::string::npos) << table;
   EXPECT_NE(table.find("times: CUDA events"), std::string::npos) << table;

@@ -91,7 +91,8 @@ TEST(CudaKernels, ConvOpsMatchTheCpuOverTheCaseGrid) {
       expect_cuda_matches_cpu(
           [&](const torch::Device& device) -> Op {
             const torch::Tensor m = masked_on(device);
-            return [m, c](const std::vector<torch::Tensor>& in) { return ops::lightweight_conv(in[0], in[1], c.pad, m); };
+            return
+                [m, c](const std::vector<torch::Tensor>& in) { return ops::lightweight_conv(in[0], in[1], c.pad, m); };
           },
           {torch::randn({c.batch, c.length, C}, options), torch::randn({H, c.kernel_size}, options)}, probe,
           "lightweight " + where, dtype.tolerance);
@@ -138,8 +139,7 @@ TEST(CudaKernels, RelativePositionsAndCompositeAttentionMatchTheCpu) {
       for (int64_t length : {1, 5, 37, 300})
         for (int64_t radius : {0, 1, 8}) {
           const int64_t heads = 2, d = 8, width = 2 * radius + 1;
-          const std::string where =
-              str(dtype.name, " B=", batch, " T=", length, " radius=", radius);
+          const std::string where = str(dtype.name, " B=", batch, " T=", length, " radius=", radius);
           expect_cuda_matches_cpu(
               [&](const torch::Device&) -> Op {
                 return [radius](const std::vector<torch::Tensor>& in) {
@@ -177,8 +177,8 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   in.dropout = {0.3, 99, 5};
   const torch::Tensor dout = torch::randn({B, N, T, d}, options);
   kernels::AttentionInputs on_cuda = in;
-  for (torch::Tensor* t : {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band,
-                           &on_cuda.key_mask}) {
+  for (torch::Tensor* t :
+       {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band, &on_cuda.key_mask}) {
     *t = t->to(cuda0());
   }
   const kernels::AttentionOutputs cpu = kernels::relative_attention_forward(in);
@@ -200,8 +200,8 @@ TEST(CudaKernels, AttentionKernelWithDropoutMatchesTheCpu) {
   wide.k = torch::randn({B, N, T, 160}, options);
   wide.v = torch::randn({B, N, T, 160}, options);
   kernels::AttentionInputs wide_cuda = wide;
-  for (torch::Tensor* t : {&wide_cuda.q, &wide_cuda.k, &wide_cuda.v, &wide_cuda.query_band, &wide_cuda.key_band,
-                           &wide_cuda.key_mask}) {
+  for (torch::Tensor* t :
+       {&wide_cuda.q, &wide_cuda.k, &wide_cuda.v, &wide_cuda.query_band, &wide_cuda.key_band, &wide_cuda.key_mask}) {
     *t = t->to(cuda0());
   }
   const kernels::AttentionOutputs wide_cpu = kernels::relative_attention_forward(wide);
@@ -267,8 +267,8 @@ TEST(CudaKernels, RegionAttentionDropoutIsTheReferenceWithItsMask) {
   kernels::reference::relative_attention(plain, &probabilities);
   const torch::Tensor want = torch::matmul(probabilities * keep / (1 - p), random.v);
   const torch::Tensor dout = torch::randn_like(want);
-  const std::vector<torch::Tensor> want_grads = torch::autograd::grad(
-      {want}, {random.q, random.k, random.v, random.query_band, random.key_band}, {dout});
+  const std::vector<torch::Tensor> want_grads =
+      torch::autograd::grad({want}, {random.q, random.k, random.v, random.query_band, random.key_band}, {dout});
   const kernels::AttentionOutputs got = kernels::relative_attention_forward(random);
   EXPECT_TRUE(torch::allclose(got.out, want, 1e-4, 1e-4)) << (got.out - want).abs().max().item<double>();
   const kernels::AttentionGrads grads = kernels::relative_attention_backward(dout, random, got);
@@ -289,8 +289,8 @@ TEST(CudaKernels, BlocksRouteKeepsTheReferenceMasksInFloat) {
   in.key_mask = ragged_mask(B, T);
   in.dropout = {0.3, 77, 0};
   kernels::AttentionInputs on_cuda = in;
-  for (torch::Tensor* t : {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band,
-                           &on_cuda.key_mask}) {
+  for (torch::Tensor* t :
+       {&on_cuda.q, &on_cuda.k, &on_cuda.v, &on_cuda.query_band, &on_cuda.key_band, &on_cuda.key_mask}) {
     *t = t->to(cuda0());
   }
   kernels::AttentionOutputs blocks;
@@ -367,16 +367,16 @@ TEST(CudaKernels, NonContiguousInputsGiveTheContiguousResult) {
   ASSERT_FALSE(x.is_contiguous());
   ASSERT_FALSE(kernels.is_contiguous());
   ops::ScopedKernelPath fused(KernelPath::kFused);
-  EXPECT_TRUE(torch::allclose(ops::dynamic_conv(x, kernels, 2), ops::dynamic_conv(x.contiguous(), kernels.contiguous(), 2),
-                              1e-12, 1e-12));
+  EXPECT_TRUE(torch::allclose(ops::dynamic_conv(x, kernels, 2),
+                              ops::dynamic_conv(x.contiguous(), kernels.contiguous(), 2), 1e-12, 1e-12));
 }
 
 TEST(CudaKernels, TwoRunsAreBitwiseEqual) {
   CABERT_REQUIRE_CUDA();
   torch::manual_seed(44);
   const auto options = torch::TensorOptions().dtype(torch::kFloat);
-  const std::vector<torch::Tensor> inputs = to_device(
-      {torch::randn({4, 200, 64}, options), torch::randn({4, 200, 4, 17}, options)}, cuda0());
+  const std::vector<torch::Tensor> inputs =
+      to_device({torch::randn({4, 200, 64}, options), torch::randn({4, 200, 4, 17}, options)}, cuda0());
   const torch::Tensor probe = torch::randn({4, 200, 64}, options).to(cuda0());
   Op op = [](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], 8); };
   const OpRun first = run_on_path(KernelPath::kFused, op, inputs, probe);
@@ -531,10 +531,9 @@ TEST(CudaKernels, PretrainOnCudaGivesTheSameLossesWithBothKernelPaths) {
       "--model-prefix " + dir + "/tok");
   run(binary + " -q build-corpus -m " + dir + "/tok.model -i " + sample + "/gutenberg/11-0.txt --input-format " +
       "gutenberg --max-length 32 -o " + dir + "/corpus");
-  const std::pair<const char*, const char*> presets[] = {
-      {"bert-tiny-composite", " --set attention_dropout=0"},
-      {"convbert-tiny", " --set attention_dropout=0"},
-      {"dynamicconv-tiny", ""}};
+  const std::pair<const char*, const char*> presets[] = {{"bert-tiny-composite", " --set attention_dropout=0"},
+                                                         {"convbert-tiny", " --set attention_dropout=0"},
+                                                         {"dynamicconv-tiny", ""}};
   for (const auto& [preset, settings] : presets) {
     for (const char* amp : {"", " --amp"}) {
       std::vector<std::pair<int64_t, double>> losses[2];

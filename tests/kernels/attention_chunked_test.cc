@@ -73,11 +73,11 @@ TEST(ChunkedAttention, MatchesTheReferenceAndItsAutograd) {
 }
 
 TEST(ChunkedAttention, BlockRowsFitTheBudget) {
-  EXPECT_EQ(kernels::chunked::block_rows(32, 512, int64_t{1} << 25), 512);       // 8.4M elements: one block
-  EXPECT_EQ(kernels::chunked::block_rows(384, 512, int64_t{1} << 25), 128);      // 170 rows fit: multiples of 64
+  EXPECT_EQ(kernels::chunked::block_rows(32, 512, int64_t{1} << 25), 512);   // 8.4M elements: one block
+  EXPECT_EQ(kernels::chunked::block_rows(384, 512, int64_t{1} << 25), 128);  // 170 rows fit: multiples of 64
   EXPECT_EQ(kernels::chunked::block_rows(32, 16384, int64_t{1} << 25), 64);
-  EXPECT_EQ(kernels::chunked::block_rows(32, 65536, int64_t{1} << 25), 16);      // under 64: as many as fit
-  EXPECT_EQ(kernels::chunked::block_rows(384, 65536, int64_t{1} << 25), 1);      // none fits: one row
+  EXPECT_EQ(kernels::chunked::block_rows(32, 65536, int64_t{1} << 25), 16);  // under 64: as many as fit
+  EXPECT_EQ(kernels::chunked::block_rows(384, 65536, int64_t{1} << 25), 1);  // none fits: one row
   EXPECT_EQ(kernels::chunked::block_rows(0, 0, int64_t{1} << 25), 1);
 }
 

@@ -134,7 +134,8 @@ AttentionProblem make_problem(const CompositeCase& c, torch::Dtype dtype = torch
   AttentionProblem problem{c, c.masked ? two_thirds_ragged_mask(c.batch, c.length) : torch::Tensor(), {}, {}};
   const auto options = torch::TensorOptions().dtype(dtype);
   const int64_t width = 2 * c.radius + 1;
-  for (int i = 0; i < 3; ++i) problem.inputs.push_back(torch::randn({c.batch, c.heads, c.length, c.head_size}, options));
+  for (int i = 0; i < 3; ++i)
+    problem.inputs.push_back(torch::randn({c.batch, c.heads, c.length, c.head_size}, options));
   if (c.terms.query) problem.inputs.push_back(torch::randn({width, c.head_size}, options));
   if (c.terms.beta) problem.inputs.push_back(torch::randn({c.heads, width}, options));
   if (c.terms.key) problem.inputs.push_back(torch::randn({width, c.head_size}, options));
@@ -174,12 +175,13 @@ TEST(FusedAttention, HeadsLastInputsMatchReference) {
     };
     auto probe = torch::randn({c.batch, c.heads, c.length, c.head_size}, f64());
     expect_same(run_on_path(KernelPath::kFused, heads_view, problem.inputs, probe),
-                run_on_path(KernelPath::kReference, heads_view, problem.inputs, probe), c.name() + " heads-last", 1e-10);
+                run_on_path(KernelPath::kReference, heads_view, problem.inputs, probe), c.name() + " heads-last",
+                1e-10);
   }
 }
 
-const std::vector<Terms> kRelativeTerms = {{true, false, false}, {false, true, false}, {true, true, false},
-                                           {false, false, true}, {true, true, true}};
+const std::vector<Terms> kRelativeTerms = {
+    {true, false, false}, {false, true, false}, {true, true, false}, {false, false, true}, {true, true, true}};
 
 TEST(FusedAttention, EveryRelativeVariantMatchesReference) {
   torch::manual_seed(21);
@@ -195,20 +197,23 @@ TEST(FusedAttention, EveryRelativeVariantMatchesReference) {
 TEST(FusedAttention, LengthsAcrossTilesMatchReference) {
   torch::manual_seed(22);
   for (int64_t length : {64, 300, 512, 600, 700})
-    for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 4, {true, true, true}, masked, 0});
+    for (bool masked : {false, true})
+      expect_fused_matches_reference({2, 2, length, 8, 4, {true, true, true}, masked, 0});
 }
 
 TEST(FusedAttention, DropoutUsesTheSameMaskBothWays) {
   torch::manual_seed(23);
   for (int64_t length : {3, 70, 600})  // 600: a second, partial key tile draws from the middle of each row's stream
-    for (bool masked : {false, true}) expect_fused_matches_reference({2, 3, length, 4, 5, {true, true, true}, masked, 0.3});
+    for (bool masked : {false, true})
+      expect_fused_matches_reference({2, 3, length, 4, 5, {true, true, true}, masked, 0.3});
 }
 
 // Without relative terms the fused path is PyTorch's SDPA, without the Philox mask: checked without dropout.
 TEST(FusedAttention, PlainAttentionThroughSdpaMatchesReference) {
   torch::manual_seed(24);
   for (int64_t length : {1, 9, 130})
-    for (bool masked : {false, true}) expect_fused_matches_reference({2, 2, length, 8, 0, {false, false, false}, masked, 0});
+    for (bool masked : {false, true})
+      expect_fused_matches_reference({2, 2, length, 8, 0, {false, false, false}, masked, 0});
 }
 
 // PyTorch's CPU flash kernel takes no dropout (SDPA would run its T x T math path with torch's own mask), so
@@ -302,7 +307,8 @@ TEST(FusedAttention, KernelResultsDoNotDependOnTheThreadCount) {
 
 // A batch element whose keys are all padding attends uniformly (what the reference's bias gives).
 TEST(FusedAttention, NoRealKeyAttendsUniformly) {
-  auto q = torch::randn({2, 1, 6, 4}, f64()), k = torch::randn({2, 1, 6, 4}, f64()), v = torch::randn({2, 1, 6, 4}, f64());
+  auto q = torch::randn({2, 1, 6, 4}, f64()), k = torch::randn({2, 1, 6, 4}, f64()),
+       v = torch::randn({2, 1, 6, 4}, f64());
   auto mask = torch::ones({2, 6}, torch::kBool);
   mask.index_put_({0}, false);
   ops::RelativePositionTerms relative{torch::randn({3, 4}, f64()), torch::randn({1, 3}, f64()), {}, 1};

@@ -173,11 +173,13 @@ TEST(RegionAttention, FloatMatchesTheTilesOverManyBlocks) {
   testing::KernelRun regions;
   regions.outputs = kernels::regions::relative_attention_forward(in, flash);
   regions.grads = kernels::regions::relative_attention_backward(dout, in, regions.outputs, flash);
-  const std::pair<at::Tensor, at::Tensor> pairs[] = {
-      {regions.outputs.out, tiles.outputs.out},     {regions.outputs.logsumexp, tiles.outputs.logsumexp},
-      {regions.grads.q, tiles.grads.q},             {regions.grads.k, tiles.grads.k},
-      {regions.grads.v, tiles.grads.v},             {regions.grads.query_band, tiles.grads.query_band},
-      {regions.grads.key_band, tiles.grads.key_band}};
+  const std::pair<at::Tensor, at::Tensor> pairs[] = {{regions.outputs.out, tiles.outputs.out},
+                                                     {regions.outputs.logsumexp, tiles.outputs.logsumexp},
+                                                     {regions.grads.q, tiles.grads.q},
+                                                     {regions.grads.k, tiles.grads.k},
+                                                     {regions.grads.v, tiles.grads.v},
+                                                     {regions.grads.query_band, tiles.grads.query_band},
+                                                     {regions.grads.key_band, tiles.grads.key_band}};
   for (size_t i = 0; i < std::size(pairs); ++i) {
     EXPECT_TRUE(torch::allclose(pairs[i].first, pairs[i].second, 1e-4, 1e-4))
         << i << ": max diff " << (pairs[i].first - pairs[i].second).abs().max().item<double>();
@@ -197,8 +199,10 @@ TEST(RegionAttention, Bfloat16KernelOperandsStayNearFloat) {
   const kernels::AttentionOutputs mixed = kernels::regions::relative_attention_forward(in, flash);
   const kernels::AttentionGrads grads = kernels::regions::relative_attention_backward(dout, in, mixed, flash);
   ASSERT_EQ(mixed.out.scalar_type(), torch::kFloat);
-  const std::pair<at::Tensor, at::Tensor> pairs[] = {{mixed.out, exact.outputs.out},   {grads.q, exact.grads.q},
-                                                     {grads.k, exact.grads.k},         {grads.v, exact.grads.v},
+  const std::pair<at::Tensor, at::Tensor> pairs[] = {{mixed.out, exact.outputs.out},
+                                                     {grads.q, exact.grads.q},
+                                                     {grads.k, exact.grads.k},
+                                                     {grads.v, exact.grads.v},
                                                      {grads.query_band, exact.grads.query_band},
                                                      {grads.key_band, exact.grads.key_band}};
   for (size_t i = 0; i < std::size(pairs); ++i) {

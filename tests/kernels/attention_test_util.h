@@ -21,7 +21,10 @@ struct AttentionCase {
   double dropout;
   std::string name() const {
     return "T=" + std::to_string(length) + " n=" + std::to_string(radius) + (query_band ? " qband" : "") +
-           (key_band ? " kband" : "") + (mask == 1 ? " masked" : mask == 2 ? " no-real-key" : "") +
+           (key_band ? " kband" : "") +
+           (mask == 1   ? " masked"
+            : mask == 2 ? " no-real-key"
+                        : "") +
            (dropout > 0 ? " dropout" : "");
   }
 };
@@ -115,8 +118,7 @@ inline void expect_same_run(const KernelRun& got, const KernelRun& want, const s
   expect_close(got.outputs.out, want.outputs.out, where + " out");
   expect_close(got.outputs.logsumexp, want.outputs.logsumexp, where + " logsumexp");
   expect_close_grads(got.grads, want.grads, where);
-  EXPECT_TRUE(got.grads.q.transpose(1, 2).is_contiguous() && got.outputs.out.transpose(1, 2).is_contiguous())
-      << where;
+  EXPECT_TRUE(got.grads.q.transpose(1, 2).is_contiguous() && got.outputs.out.transpose(1, 2).is_contiguous()) << where;
 }
 
 // The reference's gradients of <out, dout> for q, k, v and both bands (inputs that require grad).

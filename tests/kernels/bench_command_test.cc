@@ -37,7 +37,8 @@ TEST(BenchCommand, WritesTableAndRecordsForBothKernelPaths) {
   auto result = testing::run_command(testing::cabert_binary() +
                                      " -q --threads 1 bench --op lightconv,attention,relpos --seq 5,9 --kernel 3 "
                                      "--batch 2 --channels 8 --heads 2 --backward --repeats 2 --warmup 1 "
-                                     "--format tsv -o " + records);
+                                     "--format tsv -o " +
+                                     records);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto lines = lines_of(result.out);
   // header, then op by op, seq by seq: lightconv reference/fused x 2, attention once x 2, relpos x 4
@@ -74,10 +75,11 @@ TEST(BenchCommand, WritesTableAndRecordsForBothKernelPaths) {
 TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
   auto result = testing::run_command(testing::cabert_binary() + " bench --op fastconv --seq 4");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
-                            "convbert-attention, depthwise, attention, composite-attention, sdpa, dropout, torch-dropout, "
-                            "got 'fastconv'"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("--op: expected one of lightconv, dynamicconv, sdconv, sdconv-branch, relpos, "
+                      "convbert-attention, depthwise, attention, composite-attention, sdpa, dropout, torch-dropout, "
+                      "got 'fastconv'"),
+      std::string::npos)
       << result.err;
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --kernels turbo");
   EXPECT_EQ(result.exit_code, 2);
@@ -88,12 +90,11 @@ TEST(BenchCommand, UnknownOpAndBadPathAreUsageErrors) {
             std::string::npos)
       << result.err;
   result = testing::run_command(testing::cabert_binary() + " --cuda-attention blocks bench --op composite-attention "
-                                "--seq 4 --repeats 1 --warmup 0");
+                                                           "--seq 4 --repeats 1 --warmup 0");
   EXPECT_EQ(result.exit_code, 0) << result.err;
   result = testing::run_command(testing::cabert_binary() + " bench --op lightconv --seq 4 --channels 10 --heads 4");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_NE(result.err.find("expected --channels divisible by --heads, got 10 and 4"), std::string::npos)
-      << result.err;
+  EXPECT_NE(result.err.find("expected --channels divisible by --heads, got 10 and 4"), std::string::npos) << result.err;
 }
 
 TEST(BenchCommand, AmpTimesModelsUnderAutocastAndIsRefusedForOps) {
@@ -160,10 +161,10 @@ TEST(BenchModel, OneRecordPerPathWithSpeedUpParametersAndFlops) {
     bench::bench_model(config);
     ADD_FAILURE() << "expected a UsageError";
   } catch (const UsageError& e) {
-    EXPECT_EQ(std::string(e.what()), "--seq " + std::to_string(config.seq) + " exceeds max_length " +
-                                         std::to_string(config.model.max_length()) +
-                                         " of bert-tiny-composite; raise it with --set max_length=" +
-                                         std::to_string(config.seq));
+    EXPECT_EQ(std::string(e.what()),
+              "--seq " + std::to_string(config.seq) + " exceeds max_length " +
+                  std::to_string(config.model.max_length()) +
+                  " of bert-tiny-composite; raise it with --set max_length=" + std::to_string(config.seq));
   }
 }
 

@@ -138,7 +138,9 @@ TEST(FusedConv, WideChannelBlocksMatchReference) {
   std::vector<torch::Tensor> dynamic_in = {torch::randn({B, T, C}, f64()), torch::randn({B, T, 2, K}, f64())};
   expect_same(run_on_path(KernelPath::kFused, dynamic, dynamic_in, probe),
               run_on_path(KernelPath::kReference, dynamic, dynamic_in, probe), "dynamic C=150");
-  Op depthwise = [&](const std::vector<torch::Tensor>& in) { return ops::depthwise_conv(in[0], in[1], in[2], 4, mask); };
+  Op depthwise = [&](const std::vector<torch::Tensor>& in) {
+    return ops::depthwise_conv(in[0], in[1], in[2], 4, mask);
+  };
   std::vector<torch::Tensor> depthwise_in = {torch::randn({B, T, C}, f64()), torch::randn({C, 9}, f64()),
                                              torch::randn({C}, f64())};
   expect_same(run_on_path(KernelPath::kFused, depthwise, depthwise_in, probe),
@@ -189,8 +191,8 @@ TEST(FusedConv, MaskedPositionsAreZeroAndReceiveNoGradient) {
   auto mask = ragged_mask(2, 6);
   auto probe = torch::randn({2, 6, 4}, f64());
   Op op = [&](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], 1, mask); };
-  OpRun run = run_on_path(KernelPath::kFused, op,
-                          {torch::randn({2, 6, 4}, f64()), torch::randn({2, 6, 2, 3}, f64())}, probe);
+  OpRun run =
+      run_on_path(KernelPath::kFused, op, {torch::randn({2, 6, 4}, f64()), torch::randn({2, 6, 2, 3}, f64())}, probe);
   auto masked = mask.logical_not();
   EXPECT_EQ(run.out.index({masked}).abs().sum().item<double>(), 0.0);
   EXPECT_EQ(run.grads[0].index({masked}).abs().sum().item<double>(), 0.0);
@@ -206,8 +208,8 @@ TEST(FusedConv, GradientsMatchFiniteDifferences) {
     const std::string where = ops::kernel_path_name(path);
     auto probe = torch::randn({2, 4, 4}, f64());
     Op light = [&](const std::vector<torch::Tensor>& in) { return ops::lightweight_conv(in[0], in[1], 2, mask); };
-    EXPECT_LT(testing::max_finite_difference_error(
-                  light, {torch::randn({2, 4, 4}, f64()), torch::randn({2, 3}, f64())}, probe),
+    EXPECT_LT(testing::max_finite_difference_error(light, {torch::randn({2, 4, 4}, f64()), torch::randn({2, 3}, f64())},
+                                                   probe),
               1e-7)
         << where;
     Op dynamic = [&](const std::vector<torch::Tensor>& in) { return ops::dynamic_conv(in[0], in[1], 1, mask); };
@@ -218,18 +220,17 @@ TEST(FusedConv, GradientsMatchFiniteDifferences) {
     Op depthwise = [&](const std::vector<torch::Tensor>& in) {
       return ops::depthwise_conv(in[0], in[1], in[2], 5, mask);
     };
-    EXPECT_LT(testing::max_finite_difference_error(
-                  depthwise,
-                  {torch::randn({2, 4, 4}, f64()), torch::randn({4, 6}, f64()), torch::randn({4}, f64())}, probe),
-              1e-7)
+    EXPECT_LT(
+        testing::max_finite_difference_error(
+            depthwise, {torch::randn({2, 4, 4}, f64()), torch::randn({4, 6}, f64()), torch::randn({4}, f64())}, probe),
+        1e-7)
         << where;
     Op relpos = [&](const std::vector<torch::Tensor>& in) {
       return ops::relative_position_scores(in[0], in[1], in[2], 1, 0.5);
     };
-    EXPECT_LT(testing::max_finite_difference_error(relpos,
-                                                   {torch::randn({1, 2, 4, 3}, f64()), torch::randn({3, 3}, f64()),
-                                                    torch::randn({2, 3}, f64())},
-                                                   torch::randn({1, 2, 4, 4}, f64())),
+    EXPECT_LT(testing::max_finite_difference_error(
+                  relpos, {torch::randn({1, 2, 4, 3}, f64()), torch::randn({3, 3}, f64()), torch::randn({2, 3}, f64())},
+                  torch::randn({1, 2, 4, 4}, f64())),
               1e-7)
         << where;
   }
@@ -254,8 +255,9 @@ TEST(FusedConv, KernelPathParsingAndErrors) {
   EXPECT_THROW(ops::lightweight_conv(torch::randn({1, 4, 6}), torch::randn({2, 3}), 3), UsageError);
   EXPECT_THROW(ops::lightweight_conv(torch::randn({1, 4, 6}), torch::randn({2, 3}), -1), UsageError);
   EXPECT_THROW(ops::lightweight_conv(torch::randn({1, 4, 6}), torch::randn({2, 3}, f64()), 1), UsageError);
-  EXPECT_THROW(ops::lightweight_conv(torch::randn({1, 4, 6}), torch::randn({2, 3}), 1, torch::ones({1, 5}, torch::kBool)),
-               UsageError);
+  EXPECT_THROW(
+      ops::lightweight_conv(torch::randn({1, 4, 6}), torch::randn({2, 3}), 1, torch::ones({1, 5}, torch::kBool)),
+      UsageError);
   EXPECT_THROW(ops::relative_position_scores(torch::randn({1, 2, 4, 3}), {}, {}, 1, 1.0), UsageError);
   // A device the kernels do not know is refused by the single dispatch point, not silently run on CPU.
   auto meta = torch::TensorOptions().device(torch::kMeta);

@@ -249,7 +249,8 @@ TEST(ConvMath, RelativePositionElementsMatchReference) {
       // The band gradient the reduction must produce: d loss / d band = probe summed per relative index.
       auto band_leaf = band.clone().requires_grad_(true);
       auto index = kernels::reference::relative_index_matrix(T, n, torch::kCPU);
-      auto via_band = band_leaf.gather(3, index.expand({B, N, T, T})) + beta.index_select(1, index.reshape(-1)).view({1, N, T, T});
+      auto via_band =
+          band_leaf.gather(3, index.expand({B, N, T, T})) + beta.index_select(1, index.reshape(-1)).view({1, N, T, T});
       auto band_grad_expected = torch::autograd::grad({(via_band * probe).sum()}, {band_leaf})[0];
       auto out = torch::zeros({B, N, T, T}, f64());
       auto band_grad = torch::zeros({B, N, T, R}, f64());
@@ -300,8 +301,8 @@ TEST(ConvMath, RelativePositionRowSplitGivesTheBandGradient) {
         out[0] = low_lanes[0];
         if (n > 0) out[width - 1] = high_lanes[0];
         for (int64_t r = 0; r < width; ++r) {
-          EXPECT_NEAR(out[r], math::relpos_band_grad_element(g, i, r, T, n), 1e-12) << "T=" << T << " n=" << n
-                                                                                    << " i=" << i << " r=" << r;
+          EXPECT_NEAR(out[r], math::relpos_band_grad_element(g, i, r, T, n), 1e-12)
+              << "T=" << T << " n=" << n << " i=" << i << " r=" << r;
         }
       }
     }

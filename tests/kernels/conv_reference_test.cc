@@ -42,9 +42,8 @@ TEST(ConvReference, LightweightMatchesNaiveLoops) {
       auto x = torch::randn({2, 5, 6}, f64());
       auto w = torch::randn({3, K}, f64());
       auto mask = torch::tensor({1, 1, 1, 0, 1, 1, 1, 1, 0, 0}, torch::kBool).view({2, 5});
-      auto expected = naive_conv(x, K, pad, mask, [&](int64_t, int64_t, int64_t c, int64_t k) {
-        return w[c / 2][k].item<double>();
-      });
+      auto expected = naive_conv(x, K, pad, mask,
+                                 [&](int64_t, int64_t, int64_t c, int64_t k) { return w[c / 2][k].item<double>(); });
       EXPECT_TRUE(torch::allclose(kernels::reference::lightweight_conv(x, w, pad, mask), expected))
           << "K=" << K << " pad=" << pad;
     }
@@ -73,9 +72,8 @@ TEST(ConvReference, DepthwiseMatchesNaiveLoopsWithBiasAtRealPositionsOnly) {
     auto w = torch::randn({3, K}, f64());
     auto bias = torch::randn({3}, f64());
     auto mask = torch::tensor({1, 1, 0, 0, 1, 1, 1, 1}, torch::kBool).view({2, 4});
-    auto expected = naive_conv(x, K, K / 2, mask, [&](int64_t, int64_t, int64_t c, int64_t k) {
-      return w[c][k].item<double>();
-    });
+    auto expected =
+        naive_conv(x, K, K / 2, mask, [&](int64_t, int64_t, int64_t c, int64_t k) { return w[c][k].item<double>(); });
     expected += bias.view({1, 1, 3}) * mask.unsqueeze(-1).to(torch::kDouble);
     EXPECT_TRUE(torch::allclose(kernels::reference::depthwise_conv(x, w, bias, K / 2, mask), expected)) << K;
   }

@@ -158,7 +158,9 @@ TEST(PhiloxDropout, RejectsBadArguments) {
             "philox_dropout: expected a float, double, half or bfloat16 tensor, got Long");
   EXPECT_EQ(message([&] { kernels::philox_dropout(x, draw_of(1.5, 1)); }),
             "philox_dropout: expected a dropout probability in [0, 1), got 1.5");
-  EXPECT_EQ(message([&] { kernels::philox_dropout(torch::ones({2, 3, 4}), draw_of(0.5, 1), {0, 11}); }),
+  EXPECT_EQ(message([&] {
+              kernels::philox_dropout(torch::ones({2, 3, 4}), draw_of(0.5, 1), {0, 11});
+            }),
             "philox_dropout: expected a row stride of at least the row length 12, got 11");
 }
 

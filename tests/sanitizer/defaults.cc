@@ -13,6 +13,4 @@ CABERT_SANITIZER_HOOK __asan_default_options() {
 CABERT_SANITIZER_HOOK __ubsan_default_options() { return "print_stacktrace=1:halt_on_error=1"; }
 
 // Allocations that LibTorch and the libraries under it keep for the life of the process (see the file).
-CABERT_SANITIZER_HOOK __lsan_default_options() {
-  return "print_suppressions=0:suppressions=" CABERT_LSAN_SUPPRESSIONS;
-}
+CABERT_SANITIZER_HOOK __lsan_default_options() { return "print_suppressions=0:suppressions=" CABERT_LSAN_SUPPRESSIONS; }

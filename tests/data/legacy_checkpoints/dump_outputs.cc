@@ -22,8 +22,9 @@ int main(int argc, char** argv) {
   torch::Tensor hidden = loaded.model->encoder(ids, seg, mask);
   torch::Tensor logits = loaded.model(ids, seg, mask);
   std::printf("hidden");
-  for (int64_t i = 0; i < 3; ++i) for (int64_t t = 0; t < lengths[i]; ++t) for (int64_t h = 0; h < hidden.size(2); ++h)
-    std::printf(" %.9e", hidden[i][t][h].item<double>());
+  for (int64_t i = 0; i < 3; ++i)
+    for (int64_t t = 0; t < lengths[i]; ++t)
+      for (int64_t h = 0; h < hidden.size(2); ++h) std::printf(" %.9e", hidden[i][t][h].item<double>());
   std::printf("\nlogits");
   auto flat = logits.reshape({-1});
   for (int64_t i = 0; i < flat.numel(); ++i) std::printf(" %.9e", flat[i].item<double>());

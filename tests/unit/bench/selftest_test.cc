@@ -20,7 +20,7 @@ TEST(Selftest, CudaImageFollowsCudasCompatibilityRules) {
   EXPECT_EQ(kernels::cuda_image_for(built, 9, 0), "SASS sm_90");
   EXPECT_EQ(kernels::cuda_image_for(built, 10, 0), "PTX compute_90 (JIT-compiled)");
   EXPECT_EQ(kernels::cuda_image_for(built, 12, 0), "PTX compute_90 (JIT-compiled)");
-  EXPECT_EQ(kernels::cuda_image_for(built, 7, 5), "");  // older than everything built: no image
+  EXPECT_EQ(kernels::cuda_image_for(built, 7, 5), "");          // older than everything built: no image
   EXPECT_EQ(kernels::cuda_image_for("sm_80 sm_86", 9, 0), "");  // newer, without PTX: the failure PTX prevents
   // Arch-specific code runs on its own version: an H200 (9.0) ran a build for "sm_90a compute_90a" (2026-11-26).
   EXPECT_EQ(kernels::cuda_image_for("sm_90a compute_90a", 9, 0), "SASS sm_90a");
@@ -89,9 +89,8 @@ TEST(Selftest, TheListingNamesTheCudaAttentionRouteTheChecksTake) {
 
 TEST(Selftest, EveryFusedOpAgreesWithTheReferenceOnTheCpu) {
   std::vector<std::string> reported;
-  const auto checks = bench::run_selftest({torch::Device(torch::kCPU)}, [&](const bench::SelftestCheck& check) {
-    reported.push_back(check.op);
-  });
+  const auto checks = bench::run_selftest({torch::Device(torch::kCPU)},
+                                          [&](const bench::SelftestCheck& check) { reported.push_back(check.op); });
   ASSERT_EQ(checks.size(), 9u);  // the ops with a fused and a reference path
   EXPECT_EQ(reported.size(), checks.size());
   for (const auto& check : checks) {
@@ -102,8 +101,9 @@ TEST(Selftest, EveryFusedOpAgreesWithTheReferenceOnTheCpu) {
       EXPECT_EQ(check.max_error, 0.0) << "dropout: the paths disagree";
       continue;
     }
-    EXPECT_GT(check.max_error, 0.0) << check.op << ": the fused and reference paths gave identical bits, so the "
-                                                  "check may compare a path with itself";
+    EXPECT_GT(check.max_error, 0.0) << check.op
+                                    << ": the fused and reference paths gave identical bits, so the "
+                                       "check may compare a path with itself";
   }
 }
 

@@ -76,8 +76,8 @@ TEST_F(LogFormatTest, JsonLinesParseWithTheirFields) {
   EXPECT_EQ(info["subcommand"], "pretrain");
   EXPECT_EQ(info["source"], "cabert");
   EXPECT_EQ(info["message"], "step 30 eval: \"quoted\" and a tab\t");
-  EXPECT_TRUE(std::regex_match(info["time"].get<std::string>(),
-                               std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
+  EXPECT_TRUE(
+      std::regex_match(info["time"].get<std::string>(), std::regex(R"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z)")));
   EXPECT_EQ(nlohmann::json::parse(lines[1])["level"], "warning");
   const auto line = nlohmann::json::parse(lines[2]);
   EXPECT_EQ(line["level"], "progress");

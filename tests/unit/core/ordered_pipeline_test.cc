@@ -26,7 +26,8 @@ std::vector<int> squares(int workers, int count, int chunk, size_t in_flight = 0
       workers, in_flight,
       [&](Numbers* numbers) {
         numbers->first = next;
-        for (; next < count && static_cast<int>(numbers->values.size()) < chunk; ++next) numbers->values.push_back(next);
+        for (; next < count && static_cast<int>(numbers->values.size()) < chunk; ++next)
+          numbers->values.push_back(next);
         return !numbers->values.empty();
       },
       [](Numbers* numbers) {

@@ -11,7 +11,7 @@ namespace {
 TEST(Masking, EightyTenTenOverRegularTokensOnly) {
   const int64_t B = 64, T = 100;
   torch::Tensor ids = torch::randint(20, 1000, {B, T});
-  ids.select(1, 0).fill_(2);  // [CLS]
+  ids.select(1, 0).fill_(2);   // [CLS]
   ids.select(1, 50).fill_(3);  // [SEP]
   torch::Tensor mask = torch::ones({B, T}, torch::kBool);
   mask.narrow(1, 90, 10).fill_(false);

@@ -94,8 +94,8 @@ TEST(TokenBudgetBatches, EveryExampleOnceWithinTheBudgetsSortedByLength) {
 }
 
 TEST(TokenBudgetBatches, AnExampleOverTheBudgetGetsABatchOfItsOwn) {
-  std::vector<Seq2SeqExample> examples = {{{5, 3}, {6}}, {std::vector<int32_t>(50, 5), std::vector<int32_t>(50, 6)},
-                                          {{5, 3}, {6}}, {{5, 5, 3}, {6, 6}}};
+  std::vector<Seq2SeqExample> examples = {
+      {{5, 3}, {6}}, {std::vector<int32_t>(50, 5), std::vector<int32_t>(50, 6)}, {{5, 3}, {6}}, {{5, 5, 3}, {6, 6}}};
   auto batches = token_budget_batches(examples, 40, 8);
   std::vector<int> seen(examples.size(), 0);
   bool alone = false;

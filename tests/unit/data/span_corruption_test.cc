@@ -110,10 +110,10 @@ TEST(SpanCorruption, CountsFollowTheFormulasWithHalfToEvenRounding) {
     const SpanCounts c = span_counts(length, options);
     return std::make_pair(c.noise_tokens, c.noise_spans);
   };
-  EXPECT_EQ(counts(2), Pair(1, 1));     // round(0.3) = 0, clamped to 1
-  EXPECT_EQ(counts(10), Pair(2, 1));    // round(1.5) = 2, round(0.67) = 1
-  EXPECT_EQ(counts(30), Pair(4, 1));    // round(4.5) = 4 (half-away-from-zero: 5)
-  EXPECT_EQ(counts(50), Pair(8, 3));    // round(7.5) = 8, round(2.67) = 3
+  EXPECT_EQ(counts(2), Pair(1, 1));   // round(0.3) = 0, clamped to 1
+  EXPECT_EQ(counts(10), Pair(2, 1));  // round(1.5) = 2, round(0.67) = 1
+  EXPECT_EQ(counts(30), Pair(4, 1));  // round(4.5) = 4 (half-away-from-zero: 5)
+  EXPECT_EQ(counts(50), Pair(8, 3));  // round(7.5) = 8, round(2.67) = 3
   EXPECT_EQ(counts(100), Pair(15, 5));
   EXPECT_EQ(counts(512), Pair(77, 26));  // 76.8 -> 77, 25.67 -> 26
   EXPECT_EQ(counts(568), Pair(85, 28));  // T5's 512-token inputs
@@ -382,10 +382,8 @@ TEST(SpanCorruption, BadOptionsAndInputsSayWhatWasExpected) {
   auto corrupt = [&](const SpanCorruptionOptions& options) {
     return usage_message([&] { corrupt_spans(tokens, options, rng); });
   };
-  EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = 0; })),
-            "--noise-density: expected a value in (0, 1), got 0");
-  EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = 1; })),
-            "--noise-density: expected a value in (0, 1), got 1");
+  EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = 0; })), "--noise-density: expected a value in (0, 1), got 0");
+  EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = 1; })), "--noise-density: expected a value in (0, 1), got 1");
   EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = 1.5; })),
             "--noise-density: expected a value in (0, 1), got 1.5");
   EXPECT_EQ(corrupt(with([](auto& o) { o.noise_density = std::numeric_limits<double>::quiet_NaN(); })),
@@ -405,7 +403,9 @@ TEST(SpanCorruption, BadOptionsAndInputsSayWhatWasExpected) {
             "span corruption: expected at least 2 tokens, got 1");
   EXPECT_EQ(usage_message([&] { random_segmentation(2, 3, rng); }),
             "random segmentation: expected 1 <= segments <= items, got 3 segments of 2 items");
-  EXPECT_EQ(usage_message([&] { apply_noise_mask(tokens, {1, 0}, SpanCorruptionOptions()); }),
+  EXPECT_EQ(usage_message([&] {
+              apply_noise_mask(tokens, {1, 0}, SpanCorruptionOptions());
+            }),
             "span corruption: expected a noise mask of 20 entries (one per token), got 2");
   EXPECT_EQ(usage_message([&] {
               apply_noise_mask({200, 201, 202, 203}, {1, 0, 1, 0}, with([](auto& o) { o.num_sentinels = 2; }));
@@ -416,7 +416,9 @@ TEST(SpanCorruption, BadOptionsAndInputsSayWhatWasExpected) {
             "got 2");
   EXPECT_EQ(usage_message([&] { split_into_chunks(tokens, 1); }),
             "span corruption: expected a chunk length of at least 2, got 1");
-  EXPECT_EQ(data_message([&] { corrupt_spans({200, 7, 201}, SpanCorruptionOptions(), rng); }),
+  EXPECT_EQ(data_message([&] {
+              corrupt_spans({200, 7, 201}, SpanCorruptionOptions(), rng);
+            }),
             "span corruption: expected no sentinel ids among the tokens, got <extra_id_2> (id 7) at position 1");
 }
 
@@ -445,11 +447,17 @@ TEST(SpanCorruption, ReconstructRefusesMalformedExamples) {
             "span corruption: expected no sentinel after the closing one at target position 6, got <extra_id_3>");
   EXPECT_EQ(broken([](auto& e) { e.noise_tokens = 4; }),
             "span corruption: expected 4 noise tokens in the target, got 3");
-  EXPECT_EQ(broken([](auto& e) { e.input = {200, 6, 203, 5}; }),
+  EXPECT_EQ(broken([](auto& e) {
+              e.input = {200, 6, 203, 5};
+            }),
             "span corruption: expected <extra_id_0> at input position 1, got <extra_id_1>");
-  EXPECT_EQ(broken([](auto& e) { e.input = {200, 5, 203}; }),
+  EXPECT_EQ(broken([](auto& e) {
+              e.input = {200, 5, 203};
+            }),
             "span corruption: expected 2 sentinels in the input, got 1");
-  EXPECT_EQ(broken([](auto& e) { e.input = {200, 5, 203, 6, 7}; }),
+  EXPECT_EQ(broken([](auto& e) {
+              e.input = {200, 5, 203, 6, 7};
+            }),
             "span corruption: expected no more sentinels at input position 4, got <extra_id_2>");
   EXPECT_EQ(broken([](auto& e) { e.noise_spans = 100; }),
             "span corruption: expected between 0 and 99 noise spans, got 100");

@@ -135,7 +135,8 @@ TEST(Communicator, APeerThatNeverAnswersIsAClearErrorWithinTheTimeout) {
   }
   silent.join();
   EXPECT_EQ(message.rfind("rank 0 of 2: all-reduce of the test values failed: a peer process died or did not answer "
-                          "within 2 s (--dist-timeout); stopping. c10d said: ", 0),
+                          "within 2 s (--dist-timeout); stopping. c10d said: ",
+                          0),
             0u)
       << message;
   EXPECT_LT(waited, 10.0);

@@ -34,8 +34,10 @@ class DataParallelCli : public ::testing::Test {
     fs::create_directories(root_);
     // Frames of 4 records: batch 8 on one rank reads two frames, batch 4 on each of two ranks one each.
     auto built = run_command(cabert_binary() + " -q build-corpus -m " + testing::alice_tokenizer() + " -i " +
-                             testing::source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt --input-format "
-                             "gutenberg --max-length 32 --frame-records 4 -o " + root_ + "/corpus");
+                             testing::source_dir() +
+                             "/recipes/quickstart/data/gutenberg/11-0.txt --input-format "
+                             "gutenberg --max-length 32 --frame-records 4 -o " +
+                             root_ + "/corpus");
     ASSERT_EQ(built.exit_code, 0) << built.err;
   }
   static void TearDownTestSuite() { fs::remove_all(root_); }
@@ -92,7 +94,8 @@ void expect_same_model(const std::string& a, const std::string& b, double tolera
 
 std::vector<pb::MetricsRecord> eval_records(const std::string& model_dir) {
   std::vector<pb::MetricsRecord> out;
-  for (const auto& r : testing::read_records<pb::MetricsRecord>(model_dir + "/metrics.cabert", "cabert.pb.MetricsRecord")) {
+  for (const auto& r :
+       testing::read_records<pb::MetricsRecord>(model_dir + "/metrics.cabert", "cabert.pb.MetricsRecord")) {
     if (r.phase() == "eval") out.push_back(r);
   }
   return out;
@@ -113,7 +116,8 @@ TEST_F(DataParallelCli, TwoRanksOfHalfBatchesGiveTheWeightsOfOneRank) {
   ASSERT_EQ(evals_two.size(), 2u);
   for (size_t i = 0; i < 2; ++i) {
     for (const auto& [key, value] : evals_one[i].values()) {
-      EXPECT_NEAR(evals_two[i].values().at(key), value, 1e-5 * std::max(1.0, std::abs(value))) << key << " at step " << evals_one[i].step();
+      EXPECT_NEAR(evals_two[i].values().at(key), value, 1e-5 * std::max(1.0, std::abs(value)))
+          << key << " at step " << evals_one[i].step();
     }
   }
   pb::CheckpointInfo info = io::read_checkpoint_info(two + "/checkpoint-00000004.cabert");
@@ -125,8 +129,8 @@ TEST_F(DataParallelCli, TwoRanksOfHalfBatchesGiveTheWeightsOfOneRank) {
 
   // torchrun's way: two processes that find their rank in the environment.
   const int port = dist::free_local_port();
-  auto launched = bash("torchrun_like", rank_environment(0, port) + pretrain(env, "--steps 4 --batch-size 4") +
-                                            " 2> " + env + "/r0.err & p0=$!\n" + rank_environment(1, port) +
+  auto launched = bash("torchrun_like", rank_environment(0, port) + pretrain(env, "--steps 4 --batch-size 4") + " 2> " +
+                                            env + "/r0.err & p0=$!\n" + rank_environment(1, port) +
                                             pretrain(env, "--steps 4 --batch-size 4") + " 2> " + env +
                                             "/r1.err & p1=$!\nwait $p0 || exit 1\nwait $p1 || exit 2\n");
   ASSERT_EQ(launched.exit_code, 0) << testing::read_text(env + "/r0.err") << testing::read_text(env + "/r1.err");
@@ -160,10 +164,11 @@ TEST_F(DataParallelCli, AResumedTwoRankRunContinuesExactly) {
 
 TEST_F(DataParallelCli, SigtermSavesEveryRankAndStopsThemAll) {
   const std::string model = dir("model");
-  auto result = bash("sigterm", pretrain(model, "--steps 100000 --batch-size 4 --nproc 2 --save-every 0") +
-                                    " 2> " + model + "/err & pid=$!\n" + wait_for_training(model + "/err") +
+  auto result = bash("sigterm", pretrain(model, "--steps 100000 --batch-size 4 --nproc 2 --save-every 0") + " 2> " +
+                                    model + "/err & pid=$!\n" + wait_for_training(model + "/err") +
                                     "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n"
-                                    "pgrep -f -- '--model-dir " + model + "' && echo orphans\n");
+                                    "pgrep -f -- '--model-dir " +
+                                    model + "' && echo orphans\n");
   const std::string err = testing::read_text(model + "/err");
   EXPECT_NE(result.out.find("rc=143"), std::string::npos) << result.out << err;
   EXPECT_EQ(result.out.find("orphans"), std::string::npos) << result.out;
@@ -177,8 +182,8 @@ TEST_F(DataParallelCli, SigtermSavesEveryRankAndStopsThemAll) {
   EXPECT_GT(info.step(), 0u);
   EXPECT_EQ(info.ranks_size(), 2);
   // It resumes (two more steps).
-  auto resumed = run_command(pretrain(model, "--steps " + std::to_string(info.step() + 2) +
-                                                 " --batch-size 4 --nproc 2 --resume"));
+  auto resumed =
+      run_command(pretrain(model, "--steps " + std::to_string(info.step() + 2) + " --batch-size 4 --nproc 2 --resume"));
   EXPECT_EQ(resumed.exit_code, 0) << resumed.err;
 
   // SIGTERM to one rank alone (torchrun-style launch): the stop reaches every rank at the same step.
@@ -186,11 +191,14 @@ TEST_F(DataParallelCli, SigtermSavesEveryRankAndStopsThemAll) {
   const int port = dist::free_local_port();
   const std::string command = pretrain(single, "--steps 100000 --batch-size 4 --save-every 0");
   auto one_rank = bash("sigterm_one_rank", rank_environment(0, port) + command + " 2> " + single + "/r0.err & p0=$!\n" +
-                                               rank_environment(1, port) + command + " 2> " + single + "/r1.err & p1=$!\n" +
-                                               wait_for_training(single + "/r0.err") + "kill -TERM $p1\n"
+                                               rank_environment(1, port) + command + " 2> " + single +
+                                               "/r1.err & p1=$!\n" + wait_for_training(single + "/r0.err") +
+                                               "kill -TERM $p1\n"
                                                "wait $p0; echo \"rank0=$?\"\nwait $p1; echo \"rank1=$?\"\n");
-  EXPECT_NE(one_rank.out.find("rank0=143"), std::string::npos) << one_rank.out << testing::read_text(single + "/r0.err");
-  EXPECT_NE(one_rank.out.find("rank1=143"), std::string::npos) << one_rank.out << testing::read_text(single + "/r1.err");
+  EXPECT_NE(one_rank.out.find("rank0=143"), std::string::npos)
+      << one_rank.out << testing::read_text(single + "/r0.err");
+  EXPECT_NE(one_rank.out.find("rank1=143"), std::string::npos)
+      << one_rank.out << testing::read_text(single + "/r1.err");
   size_t saved = 0;
   for (const auto& entry : fs::directory_iterator(single)) {
     if (entry.path().filename().string().rfind("checkpoint-", 0) != 0) continue;
@@ -206,7 +214,8 @@ TEST_F(DataParallelCli, AKilledRankEndsTheJobWithAClearError) {
   const std::string command = pretrain(model, "--steps 100000 --batch-size 4 --save-every 0 --dist-timeout 10");
   auto result = bash("killed", rank_environment(0, port) + command + " 2> " + model + "/r0.err & p0=$!\n" +
                                    rank_environment(1, port) + command + " 2> " + model + "/r1.err & p1=$!\n" +
-                                   wait_for_training(model + "/r0.err") + "kill -9 $p1\nstart=$(date +%s)\n"
+                                   wait_for_training(model + "/r0.err") +
+                                   "kill -9 $p1\nstart=$(date +%s)\n"
                                    "( sleep 60; kill -9 $p0 ) 2>/dev/null & watchdog=$!\n"
                                    "wait $p0\necho \"rc=$? waited=$(( $(date +%s) - start ))\"\nkill $watchdog\n");
   const std::string err = testing::read_text(model + "/r0.err");
@@ -221,7 +230,7 @@ TEST_F(DataParallelCli, AKilledRankEndsTheJobWithAClearError) {
   // Under --nproc, the launcher names the rank that died and ends with its code.
   const std::string spawned = dir("spawned");
   auto launched = bash("killed_child", pretrain(spawned, "--steps 100000 --batch-size 4 --save-every 0 --nproc 2 "
-                                                          "--dist-timeout 10") +
+                                                         "--dist-timeout 10") +
                                            " 2> " + spawned + "/err & pid=$!\n" + wait_for_training(spawned + "/err") +
                                            "kill -9 $(pgrep -P $pid | tail -1)\n"
                                            "( sleep 90; kill -9 $pid ) 2>/dev/null & watchdog=$!\n"
@@ -237,12 +246,17 @@ TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank)
   const std::string data = dir("data"), one = dir("one"), two = dir("two");
   const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
   ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
-                        "/dev.tsv > " + data + "/dev.tsv").exit_code, 0);
-  const std::string finetune = cabert_binary() + " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
-                               " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
-                               " --set dropout=0 --set attention_dropout=0 --tokenizer " + testing::alice_tokenizer() +
-                               " --task SST-2 --train " + data + "/train.tsv --dev " + data + "/dev.tsv --epochs 2"
-                               " --max-length 32 --lr 1e-3 --model-dir ";
+                        "/dev.tsv > " + data + "/dev.tsv")
+                .exit_code,
+            0);
+  const std::string finetune =
+      cabert_binary() +
+      " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
+      " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
+      " --set dropout=0 --set attention_dropout=0 --tokenizer " +
+      testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
+      "/dev.tsv --epochs 2"
+      " --max-length 32 --lr 1e-3 --model-dir ";
   auto alone = run_command(finetune + one + " --batch-size 16");
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   auto spawned = run_command(finetune + two + " --batch-size 8 --nproc 2");
@@ -259,8 +273,9 @@ TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank)
   EXPECT_EQ(mean_pooled.exit_code, 0) << mean_pooled.err;
 
   // Translation training stays in one process, and says so.
-  auto refused = run_command(cabert_binary() + " finetune --task translation --preset wu-lightconv-tiny --train " + data +
-                             "/train.tsv --dev " + data + "/dev.tsv --model-dir " + dir("translation") + " --nproc 2");
+  auto refused =
+      run_command(cabert_binary() + " finetune --task translation --preset wu-lightconv-tiny --train " + data +
+                  "/train.tsv --dev " + data + "/dev.tsv --model-dir " + dir("translation") + " --nproc 2");
   EXPECT_EQ(refused.exit_code, 2) << refused.err;
   EXPECT_NE(refused.err.find("finetune --task translation runs in one process"), std::string::npos) << refused.err;
 }
@@ -271,17 +286,25 @@ TEST_F(DataParallelCli, AFineTuningOfTwoRanksStoppedBySigtermResumesExactly) {
   const std::string data = dir("data"), whole = dir("whole"), stopped = dir("stopped");
   const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
   ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
-                        "/dev.tsv > " + data + "/dev.tsv").exit_code, 0);
-  const std::string finetune = cabert_binary() + " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
-                               " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
-                               " --tokenizer " + testing::alice_tokenizer() + " --task SST-2 --train " + data +
-                               "/train.tsv --dev " + data + "/dev.tsv --epochs 30 --batch-size 8 --nproc 2"
-                               " --max-length 32 --lr 1e-3 --log-every 5 --model-dir ";
+                        "/dev.tsv > " + data + "/dev.tsv")
+                .exit_code,
+            0);
+  const std::string finetune =
+      cabert_binary() +
+      " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
+      " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
+      " --tokenizer " +
+      testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
+      "/dev.tsv --epochs 30 --batch-size 8 --nproc 2"
+      " --max-length 32 --lr 1e-3 --log-every 5 --model-dir ";
   auto alone = run_command(finetune + whole);
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
-  auto result = bash("finetune_sigterm", finetune + stopped + " 2> " + stopped + "/err & pid=$!\n"
-                     "for i in $(seq 1200); do grep -q 'epoch 2 SST-2 dev' " + stopped + "/err && break; sleep 0.05; done\n"
-                     "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n");
+  auto result = bash("finetune_sigterm", finetune + stopped + " 2> " + stopped +
+                                             "/err & pid=$!\n"
+                                             "for i in $(seq 1200); do grep -q 'epoch 2 SST-2 dev' " +
+                                             stopped +
+                                             "/err && break; sleep 0.05; done\n"
+                                             "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n");
   const std::string err = testing::read_text(stopped + "/err");
   ASSERT_NE(result.out.find("rc=143"), std::string::npos) << result.out << err;
   const pb::CheckpointInfo last = io::read_checkpoint_info(stopped + "/last.cabert");

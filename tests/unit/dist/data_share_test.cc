@@ -40,7 +40,8 @@ std::vector<std::string> write_corpus(const std::vector<int>& counts) {
 int32_t id_of(const pb::PretrainingExample& example) { return example.token_ids(0); }
 
 // One epoch of a rank's stream: example id -> its seed.
-std::map<int32_t, uint64_t> first_epoch(const std::vector<std::string>& shards, uint64_t held_out, data::DataShare share) {
+std::map<int32_t, uint64_t> first_epoch(const std::vector<std::string>& shards, uint64_t held_out,
+                                        data::DataShare share) {
   data::ExampleStream stream(shards, held_out, share);
   std::map<int32_t, uint64_t> seen;
   while (true) {

@@ -52,8 +52,7 @@ TEST_F(EnvironmentTest, MalformedVariablesAreUsageErrors) {
   setenv("RANK", "2", 1);
   setenv("WORLD_SIZE", "2", 1);
   setenv("MASTER_ADDR", "127.0.0.1", 1);
-  EXPECT_EQ(testing::usage_error_message([] { read_environment(); }),
-            "environment: RANK=2 is not below WORLD_SIZE=2");
+  EXPECT_EQ(testing::usage_error_message([] { read_environment(); }), "environment: RANK=2 is not below WORLD_SIZE=2");
   setenv("RANK", "one", 1);
   EXPECT_EQ(testing::usage_error_message([] { read_environment(); }),
             "environment variable RANK='one': expected an integer >= 0");

@@ -95,8 +95,8 @@ TEST(JointBatchLoss, SpanCorruptionHalvesAverageToTheWholeBatchGradient) {
 TEST(JointBatchLoss, WeightsEachTermByItsShareOfTheJointCount) {
   StepOutput out;
   out.loss = torch::tensor(0.0);
-  out.terms.push_back({torch::tensor(2.0), 1.0, 3});   // mean 2 over 3 tokens here
-  out.terms.push_back({torch::tensor(4.0), 50.0, 10}); // mean 4 over 10 tokens here
+  out.terms.push_back({torch::tensor(2.0), 1.0, 3});    // mean 2 over 3 tokens here
+  out.terms.push_back({torch::tensor(4.0), 50.0, 10});  // mean 4 over 10 tokens here
   // Over 2 ranks with 12 and 40 tokens in all: 2 * (1 * 2 * 3/12 + 50 * 4 * 10/40) = 101.
   EXPECT_DOUBLE_EQ(joint_batch_loss(out, {12, 40}, 2).item<double>(), 101.0);
   // Alone, the loss is the output's own.

@@ -38,10 +38,11 @@ class EvaluateCheckpoint : public ::testing::Test {
     const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
     testing::write_text(dir_ + "/train.tsv", head_lines(sample + "/train.tsv", 101));
     testing::write_text(dir_ + "/dev.tsv", head_lines(sample + "/dev.tsv", 31));
-    const auto result = run_command(cabert_binary() + " --threads 1 -q finetune --preset bert-tiny-absolute "
-                                    "--tokenizer " + testing::alice_tokenizer() + " --task SST-2 --train " + dir_ +
-                                    "/train.tsv --dev " + dir_ + "/dev.tsv --epochs 1 --max-length 32 --model-dir " +
-                                    dir_ + "/sst2");
+    const auto result = run_command(cabert_binary() +
+                                    " --threads 1 -q finetune --preset bert-tiny-absolute "
+                                    "--tokenizer " +
+                                    testing::alice_tokenizer() + " --task SST-2 --train " + dir_ + "/train.tsv --dev " +
+                                    dir_ + "/dev.tsv --epochs 1 --max-length 32 --model-dir " + dir_ + "/sst2");
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   static void TearDownTestSuite() {
@@ -118,7 +119,7 @@ TEST_F(EvaluateCheckpoint, ATaskTheCheckpointCannotBeScoredAsIsRefused) {
   options.output = dir_ + "/refused.cabert";
   EXPECT_EQ(usage_error_message([&] { open_evaluation(options); }),
             checkpoint() + " was fine-tuned on SST-2; it cannot be evaluated as CoLA (SST-2's labels judge sentiment, "
-            "CoLA's acceptability)");
+                           "CoLA's acceptability)");
   EXPECT_FALSE(fs::exists(options.output));
   options.task = "SST-2";  // its own task, named
   EXPECT_EQ(open_evaluation(options)->files(), 1u);

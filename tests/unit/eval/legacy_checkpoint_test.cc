@@ -15,7 +15,9 @@
 namespace cabert::eval {
 namespace {
 
-std::string fixture(const std::string& name) { return testing::source_dir() + "/tests/data/legacy_checkpoints/" + name; }
+std::string fixture(const std::string& name) {
+  return testing::source_dir() + "/tests/data/legacy_checkpoints/" + name;
+}
 
 // "hidden v v v ...\nlogits v v ...\n" as written by dump_outputs.cc.
 std::map<std::string, std::vector<double>> read_outputs(const std::string& path) {
@@ -76,10 +78,10 @@ TEST_P(LegacyCheckpoint, GivesTheSameHiddenStatesAndLogits) {
 
 TEST_P(LegacyCheckpoint, EvaluateWritesTheSamePredictions) {
   const std::string dir = testing::temp_dir(), out = dir + "/predictions.tsv";
-  auto result = testing::run_command(testing::cabert_binary() + " -q --threads 1 evaluate --model " +
-                                     fixture(GetParam() + ".cabert") + " --tokenizer " + fixture("tok.model") +
-                                     " --data " + fixture("dev.tsv") + " --predictions " + out + " -o " + dir +
-                                     "/metrics.cabert");
+  auto result =
+      testing::run_command(testing::cabert_binary() + " -q --threads 1 evaluate --model " +
+                           fixture(GetParam() + ".cabert") + " --tokenizer " + fixture("tok.model") + " --data " +
+                           fixture("dev.tsv") + " --predictions " + out + " -o " + dir + "/metrics.cabert");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(testing::read_text(out), testing::read_text(fixture(GetParam() + ".predictions.tsv")));
 }

@@ -69,9 +69,7 @@ TEST(EvalMetrics, SpearmanWithTiesByHand) {
   EXPECT_LT(pearson({1, 2, 3, 4}, {1, 8, 27, 64}), 1.0);
 }
 
-TEST(EvalMetrics, PearsonOfConstantIsZero) {
-  EXPECT_DOUBLE_EQ(pearson({1, 1, 1}, {1, 2, 3}), 0.0);
-}
+TEST(EvalMetrics, PearsonOfConstantIsZero) { EXPECT_DOUBLE_EQ(pearson({1, 1, 1}, {1, 2, 3}), 0.0); }
 
 TEST(EvalMetrics, MeanSemOfOneValueHasNoError) {
   MeanSem ms = mean_and_sem({3.0});

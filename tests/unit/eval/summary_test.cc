@@ -35,8 +35,8 @@ TEST(TaskScore, LeaderboardRules) {
 
 TEST(TaskScore, GlueScoreAveragesMnliAndSkipsWnli) {
   // MNLI = (80 + 82) / 2 = 81; mean of CoLA 50, SST-2 90, MNLI 81 = 221 / 3.
-  std::map<std::string, double> scores = {{"CoLA", 50}, {"SST-2", 90}, {"MNLI-m", 80}, {"MNLI-mm", 82},
-                                          {"WNLI", 10}, {"imdb", 99}};
+  std::map<std::string, double> scores = {{"CoLA", 50},    {"SST-2", 90}, {"MNLI-m", 80},
+                                          {"MNLI-mm", 82}, {"WNLI", 10},  {"imdb", 99}};
   GlueScore glue = glue_score(scores);
   EXPECT_NEAR(glue.score, 221.0 / 3, 1e-12);
   EXPECT_EQ(glue.tasks, (std::vector<std::string>{"CoLA", "SST-2", "MNLI-m", "MNLI-mm"}));
@@ -71,10 +71,9 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
             "| base | 50.0 | - | 70.0 | - |\n"
             "\nGLUE: mean of the task scores over CoLA, SST-2 (MNLI-m/-mm count as one task; "
             "WNLI left out; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)\n");
-  EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options),
-            "model\tCoLA\tSST-2\timdb\tGLUE\n"
-            "small\t30.0\t82.0 +- 2.0\t-\t56.0\n"
-            "base\t50.0\t-\t70.0\t-\n");
+  EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options), "model\tCoLA\tSST-2\timdb\tGLUE\n"
+                                                                 "small\t30.0\t82.0 +- 2.0\t-\t56.0\n"
+                                                                 "base\t50.0\t-\t70.0\t-\n");
   auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
   EXPECT_EQ(json["models"][1]["model"], "base");
   EXPECT_NEAR(json["models"][0]["tasks"]["SST-2"]["score"].get<double>(), 82.0, 1e-9);
@@ -106,7 +105,8 @@ TEST(Summary, OneGlueTaskGetsNoGlueColumn) {
     EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options).find("GLUE"), std::string::npos)
         << tasks.front();
   }
-  std::vector<pb::TaskMetrics> two = {record("m", "SST-2", {{"accuracy", 0.8}}), record("m", "RTE", {{"accuracy", 0.6}})};
+  std::vector<pb::TaskMetrics> two = {record("m", "SST-2", {{"accuracy", 0.8}}),
+                                      record("m", "RTE", {{"accuracy", 0.6}})};
   EXPECT_NEAR(summarize(two, options).glue.at("m"), 70.0, 1e-9);
   two.push_back(record("n", "SST-2", {{"accuracy", 0.7}}));
   two.push_back(record("n", "CoLA", {{"mcc", 0.2}}));
@@ -117,8 +117,10 @@ TEST(Summary, OneGlueTaskGetsNoGlueColumn) {
 
 TEST(Summary, MeanAndBestIsThePapersLayout) {
   std::vector<pb::TaskMetrics> records = {
-      record("composite", "SST-2", {{"accuracy", 0.80}}), record("composite", "SST-2", {{"accuracy", 0.84}}),
-      record("composite", "CoLA", {{"mcc", 0.30}}),       record("composite", "CoLA", {{"mcc", 0.20}}),
+      record("composite", "SST-2", {{"accuracy", 0.80}}),
+      record("composite", "SST-2", {{"accuracy", 0.84}}),
+      record("composite", "CoLA", {{"mcc", 0.30}}),
+      record("composite", "CoLA", {{"mcc", 0.20}}),
   };
   SummaryOptions options;
   options.aggregate = parse_run_aggregate("mean-best");

@@ -69,32 +69,22 @@ void expect_precisions(const BleuResult& result, std::array<double, 4> expected)
 TEST(Tokenize13a, MatchesSacrebleuTokenizer13a) {
   // Expected strings: sacrebleu.tokenizers.tokenizer_13a.Tokenizer13a()(input), sacreBLEU 2.6.0.
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"Hello, world!",
-       "Hello , world !"},
-      {"It costs 3.5 dollars, not 1,000.",
-       "It costs 3.5 dollars , not 1,000 ."},
+      {"Hello, world!", "Hello , world !"},
+      {"It costs 3.5 dollars, not 1,000.", "It costs 3.5 dollars , not 1,000 ."},
       {"U.S.A. and e.g. x.,y 1.,2 a..b ... 5. .5 ,5 5,",
        "U . S . A . and e . g . x . , y 1 . , 2 a . . b . . . 5 . . 5 , 5 5 ,"},
       {"\"Quoted\" text, (parens) [brackets] {braces} <angle> @user #tag $5.00 50% a&b ~x^y_z|w\\v`u",
        "\" Quoted \" text , ( parens ) [ brackets ] { braces } < angle > @ user # tag $ 5.00 50 % a & b ~ x ^ y _ z "
        "| w \\ v ` u"},
-      {"don't -- e-mail 2-3 10- -4 A-1 1-A x-y",
-       "don't -- e-mail 2 - 3 10 - -4 A-1 1 - A x-y"},
-      {"café, naïve. Ünïcödé — «quoted» 3.5–4,0 km… straße,",
-       "café , naïve . Ünïcödé — «quoted» 3.5–4,0 km… straße ,"},
-      {"&quot;x&quot; &amp;lt; &amp;amp; &lt;b&gt; & ;",
-       "\" x \" < & amp ; < b > & ;"},
-      {"<skipped>word <skipped> end-\nnext a\nb line-",
-       "word endnext a b line-"},
+      {"don't -- e-mail 2-3 10- -4 A-1 1-A x-y", "don't -- e-mail 2 - 3 10 - -4 A-1 1 - A x-y"},
+      {"café, naïve. Ünïcödé — «quoted» 3.5–4,0 km… straße,", "café , naïve . Ünïcödé — «quoted» 3.5–4,0 km… straße ,"},
+      {"&quot;x&quot; &amp;lt; &amp;amp; &lt;b&gt; & ;", "\" x \" < & amp ; < b > & ;"},
+      {"<skipped>word <skipped> end-\nnext a\nb line-", "word endnext a b line-"},
       // Python's whitespace: tab, NBSP, thin space, ideographic space, U+001C split; zero-width space does not.
-      {"tab\tseparated\u00a0nbsp\u2009thin\u3000ideo\u200bzwsp\034fs  ",
-       "tab separated nbsp thin ideo\u200bzwsp fs"},
-      {"",
-       ""},
-      {"   ",
-       ""},
-      {"a-\n",
-       "a"},
+      {"tab\tseparated\u00a0nbsp\u2009thin\u3000ideo\u200bzwsp\034fs  ", "tab separated nbsp thin ideo\u200bzwsp fs"},
+      {"", ""},
+      {"   ", ""},
+      {"a-\n", "a"},
   };
   for (const auto& [input, expected] : cases) EXPECT_EQ(tokenize_13a(input), expected) << "input: " << input;
 }
@@ -133,8 +123,8 @@ TEST(CorpusBleu, HandComputedTwoSentences) {
   const std::vector<std::string> hyps = {"the cat sat on the mat", "a dog runs"};
   const std::vector<std::string> refs = {"the cat is on the mat", "a dog runs fast"};
   const double by_hand =
-      std::exp(1.0 - 10.0 / 9.0) * std::exp((std::log(800.0 / 9) + std::log(500.0 / 7) + std::log(40.0) +
-                                             std::log(100.0 / 6)) / 4);
+      std::exp(1.0 - 10.0 / 9.0) *
+      std::exp((std::log(800.0 / 9) + std::log(500.0 / 7) + std::log(40.0) + std::log(100.0 / 6)) / 4);
 
   const BleuResult result = corpus_bleu(hyps, {refs});
   expect_bleu_counts(result, {8, 5, 2, 0}, {9, 7, 5, 3}, 9, 10);
@@ -234,9 +224,13 @@ TEST(CorpusBleu, DegenerateCorporaScoreZero) {
 }
 
 TEST(CorpusBleu, MismatchedStreamsAreDataErrors) {
-  EXPECT_EQ(error_message([] { corpus_bleu({"a", "b"}, {{"a"}}); }),
+  EXPECT_EQ(error_message([] {
+              corpus_bleu({"a", "b"}, {{"a"}});
+            }),
             "expected 2 lines in reference stream 1 (one per hypothesis), got 1");
-  EXPECT_EQ(error_message([] { corpus_chrf({"a", "b"}, {{"a", "b"}, {"a", "b", "c"}}); }),
+  EXPECT_EQ(error_message([] {
+              corpus_chrf({"a", "b"}, {{"a", "b"}, {"a", "b", "c"}});
+            }),
             "expected 2 lines in reference stream 2 (one per hypothesis), got 3");
   EXPECT_THROW(corpus_bleu({"a"}, {{"a"}, {}}), DataError);
   EXPECT_EQ(error_message([] { corpus_bleu({"a"}, {}); }), "expected at least one reference stream, got 0");
@@ -244,9 +238,13 @@ TEST(CorpusBleu, MismatchedStreamsAreDataErrors) {
 }
 
 TEST(CorpusBleu, InvalidUtf8NamesTheLine) {
-  EXPECT_EQ(error_message([] { corpus_bleu({"ok", "bad \xff"}, {{"ok", "ok"}}); }),
+  EXPECT_EQ(error_message([] {
+              corpus_bleu({"ok", "bad \xff"}, {{"ok", "ok"}});
+            }),
             "hypothesis 2: expected UTF-8 text, got invalid byte 0xFF at byte offset 4");
-  EXPECT_EQ(error_message([] { corpus_chrf({"ok", "ok"}, {{"ok", "ok"}, {"ok", "\xc3"}}); }),
+  EXPECT_EQ(error_message([] {
+              corpus_chrf({"ok", "ok"}, {{"ok", "ok"}, {"ok", "\xc3"}});
+            }),
             "reference stream 2, line 2: expected UTF-8 text, got invalid byte 0xC3 at byte offset 0");
 }
 
@@ -287,8 +285,8 @@ TEST(CorpusChrf, SacrebleuValues) {
 }
 
 TEST(CorpusChrf, TwoReferenceStreamsPickTheBestReferencePerSentence) {
-  EXPECT_NEAR(corpus_chrf(read_lines("hyp.en"), {read_lines("ref.en"), read_lines("ref2.en")}).score,
-              77.83587885466544, kTolerance);
+  EXPECT_NEAR(corpus_chrf(read_lines("hyp.en"), {read_lines("ref.en"), read_lines("ref2.en")}).score, 77.83587885466544,
+              kTolerance);
   EXPECT_NEAR(corpus_chrf({"a b c d e"}, {{"a b c d"}, {"a b c d e f"}}).score, 91.3677130044843, kTolerance);
   // The exact reference wins over a worse one in either position.
   EXPECT_NEAR(corpus_chrf({"abc"}, {{"abd"}, {"abc"}}).score, 100.0, kTolerance);

@@ -25,7 +25,7 @@ namespace {
 namespace fs = std::filesystem;
 using testing::alice_tokenizer;
 
-#define CABERT_REQUIRE_TRANSFORMERS(python)                                                 \
+#define CABERT_REQUIRE_TRANSFORMERS(python)                                                \
   std::string python = ::cabert::testing::python_with("transformers, safetensors, torch"); \
   if (python.empty()) GTEST_SKIP() << "the project's Python lacks transformers (run scripts/setup.sh): skipped"
 
@@ -83,8 +83,10 @@ Inputs fixed_inputs(int64_t vocab, bool padded) {
   return in;
 }
 
-void write_outputs(const std::string& path, const Inputs& in, std::vector<std::pair<std::string, torch::Tensor>> outputs) {
-  outputs.insert(outputs.begin(), {{"input_ids", in.ids}, {"token_type_ids", in.segments}, {"attention_mask", in.mask}});
+void write_outputs(const std::string& path, const Inputs& in,
+                   std::vector<std::pair<std::string, torch::Tensor>> outputs) {
+  outputs.insert(outputs.begin(),
+                 {{"input_ids", in.ids}, {"token_type_ids", in.segments}, {"attention_mask", in.mask}});
   io::write_tensors_safetensors(path, outputs);
 }
 
@@ -100,7 +102,10 @@ class HfExport : public ::testing::Test {
     return summary;
   }
   void add_case(const std::string& name, const std::string& dir, const std::string& cls, bool tanh_pooler = false) {
-    cases_.push_back({{"name", name}, {"dir", path(dir)}, {"class", cls}, {"outputs", path(name + ".outputs")},
+    cases_.push_back({{"name", name},
+                      {"dir", path(dir)},
+                      {"class", cls},
+                      {"outputs", path(name + ".outputs")},
                       {"tanh_pooler", tanh_pooler}});
   }
   void compare_in_python(const std::string& python) {

@@ -222,9 +222,8 @@ TEST_F(HfImport, RefusesBrokenWeightsNamingFileAndTensor) {
     }
     io::write_safetensors(weights, views);
   }
-  EXPECT_EQ(import_error("m"), weights +
-                                   ": tensor 'bert.encoder.layer.0.output.dense.weight' holds non-finite values "
-                                   "(NaN or infinity); expected finite weights");
+  EXPECT_EQ(import_error("m"), weights + ": tensor 'bert.encoder.layer.0.output.dense.weight' holds non-finite values "
+                                         "(NaN or infinity); expected finite weights");
   EXPECT_FALSE(fs::exists(path("m.imported.cabert")));
 }
 
@@ -252,8 +251,10 @@ TEST_F(HfImport, RefusesConfigsTheTensorsOrCabertDisagreeWith) {
   const std::string config = path("m/config.json");
   // Without the "cabert" block the import reads HF's keys, as for a model transformers wrote.
   rewrite_config("m", [](nlohmann::json& j) { j.erase("cabert"), j["intermediate_size"] = 100; });
-  EXPECT_EQ(import_error("m"), path("m/model.safetensors") + ": tensor 'bert.encoder.layer.0.intermediate.dense.weight' "
-                                                             "has shape [128, 64] but " + config + " describes [100, 64]");
+  EXPECT_EQ(import_error("m"), path("m/model.safetensors") +
+                                   ": tensor 'bert.encoder.layer.0.intermediate.dense.weight' "
+                                   "has shape [128, 64] but " +
+                                   config + " describes [100, 64]");
   rewrite_config("m", [](nlohmann::json& j) { j["intermediate_size"] = 128, j["hidden_act"] = "relu"; });
   EXPECT_EQ(import_error("m"), config + ": 'hidden_act' is 'relu'; cabert's layers use the exact (erf) GELU, 'gelu'");
   rewrite_config("m", [](nlohmann::json& j) { j["hidden_act"] = "gelu", j["model_type"] = "roberta"; });

@@ -311,7 +311,8 @@ TEST(RecordFile, GrowingFileCutAnywhereReadsItsCompleteFrames) {
   for (size_t cut = frame_ends.front(); cut <= bytes.size(); cut += 5) {
     std::string cut_path = dir + "/cut.cbr";
     write_text(cut_path, bytes.substr(0, cut));
-    const int complete = static_cast<int>(std::upper_bound(frame_ends.begin(), frame_ends.end(), cut) - frame_ends.begin());
+    const int complete =
+        static_cast<int>(std::upper_bound(frame_ends.begin(), frame_ends.end(), cut) - frame_ends.begin());
     bool unfinished = false;
     EXPECT_EQ(read_growing(cut_path, &unfinished), complete) << "cut at " << cut;
     EXPECT_TRUE(unfinished);

@@ -88,10 +88,7 @@ std::vector<SafeTensorView> views(const std::vector<Owned>& tensors) {
 // Tensors of every common dtype, a scalar and empty ones; float values exact in binary.
 std::vector<Owned> sample_tensors(bool with_bf16) {
   std::vector<Owned> tensors = {
-      {"encoder.w",
-       SafeDtype::kF32,
-       {2, 3},
-       as_bytes(std::vector<float>{0.5f, -1.25f, 2.f, 3.f, 4.5f, -6.f})},
+      {"encoder.w", SafeDtype::kF32, {2, 3}, as_bytes(std::vector<float>{0.5f, -1.25f, 2.f, 3.f, 4.5f, -6.f})},
       {"scale", SafeDtype::kF64, {}, as_bytes(std::vector<double>{-2.5})},
       {"ids", SafeDtype::kI64, {3}, as_bytes(std::vector<int64_t>{-1, 1099511627776LL, 7})},
       {"i32", SafeDtype::kI32, {2, 2}, as_bytes(std::vector<int32_t>{1, -2, 3, -2147483647})},
@@ -187,10 +184,8 @@ TEST_F(Safetensors, RoundTripKeepsEveryDtypeShapeAndByte) {
 
 TEST_F(Safetensors, WriterOrdersLikeTheReferenceAndPadsTheHeaderWithSpaces) {
   std::vector<Owned> tensors = {
-      {"b", SafeDtype::kF32, {2}, as_bytes(std::vector<float>{0, 0})},
-      {"a", SafeDtype::kU8, {3}, "\x01\x01\x01"},
-      {"c", SafeDtype::kF64, {}, as_bytes(std::vector<double>{3.0})},
-      {"e", SafeDtype::kI16, {0, 4}, ""},
+      {"b", SafeDtype::kF32, {2}, as_bytes(std::vector<float>{0, 0})}, {"a", SafeDtype::kU8, {3}, "\x01\x01\x01"},
+      {"c", SafeDtype::kF64, {}, as_bytes(std::vector<double>{3.0})},  {"e", SafeDtype::kI16, {0, 4}, ""},
       {"d", SafeDtype::kF32, {1}, as_bytes(std::vector<float>{1})},
   };
   write_safetensors(path("o.safetensors"), views(tensors), {{"z", "1"}, {"format", "np"}});
@@ -240,9 +235,8 @@ TEST_F(Safetensors, WriterRejectsInconsistentViewsAndLeavesNoFile) {
   std::string out = path("w.safetensors");
   float one = 1;
   EXPECT_THROW(write_safetensors(out, {{"a", SafeDtype::kF32, {2}, &one, 4}}), Error);
-  EXPECT_THROW(
-      write_safetensors(out, {{"a", SafeDtype::kF32, {1}, &one, 4}, {"a", SafeDtype::kF32, {1}, &one, 4}}),
-      Error);
+  EXPECT_THROW(write_safetensors(out, {{"a", SafeDtype::kF32, {1}, &one, 4}, {"a", SafeDtype::kF32, {1}, &one, 4}}),
+               Error);
   EXPECT_THROW(write_safetensors(out, {{"__metadata__", SafeDtype::kF32, {1}, &one, 4}}), Error);
   EXPECT_THROW(write_safetensors(out, {{"a", SafeDtype::kF32, {-1}, &one, 4}}), Error);
   EXPECT_THROW(write_safetensors(out, {{"a", SafeDtype::kF32, {1}, nullptr, 4}}), Error);
@@ -267,8 +261,7 @@ TEST_F(Safetensors, ShortFileAndImpossibleHeaderLengthsFailBeforeAllocating) {
   EXPECT_EQ(open_error(u64_le(~0ULL) + std::string(92, ' ')),
             p + ": at byte offset 0: header length 18446744073709551615 runs past the end of the file (100 "
                 "bytes): truncated or not a safetensors file");
-  EXPECT_EQ(open_error(u64_le(0)),
-            p + ": at byte offset 8: the header must be a JSON object beginning with '{'");
+  EXPECT_EQ(open_error(u64_le(0)), p + ": at byte offset 8: the header must be a JSON object beginning with '{'");
 }
 
 TEST_F(Safetensors, HeaderOverTheLimitFails) {
@@ -288,8 +281,7 @@ TEST_F(Safetensors, MalformedJsonHeadersNameTheProblem) {
             p + ": at byte offset 8: the header must be a JSON object beginning with '{'");
   // nlohmann's own wording follows the prefix; the offset is that of the offending byte.
   std::string message = open_error(raw_file(R"({"a":{"dtype":x}})", ""));
-  EXPECT_EQ(message.rfind(p + ": at byte offset 22: header is not valid JSON: syntax error", 0), 0u)
-      << message;
+  EXPECT_EQ(message.rfind(p + ": at byte offset 22: header is not valid JSON: syntax error", 0), 0u) << message;
   message = open_error(raw_file("{\"\xff\":1}", ""));
   EXPECT_EQ(message.rfind(p + ": at byte offset 10: header is not valid JSON: ", 0), 0u) << message;
   // Padding with NUL bytes instead of spaces (nlohmann alone would stop at the first NUL).
@@ -299,9 +291,8 @@ TEST_F(Safetensors, MalformedJsonHeadersNameTheProblem) {
   const std::string entry = R"({"dtype":"U8","shape":[1],"data_offsets":[0,1]})";
   EXPECT_EQ(open_error(raw_file(R"({"a":)" + entry + R"(,"a":)" + entry + "}", "\x01")),
             p + ": header: duplicate key 'a'");
-  EXPECT_EQ(
-      open_error(raw_file(R"({"a":{"dtype":"U8","dtype":"I8","shape":[1],"data_offsets":[0,1]}})", "\x01")),
-      p + ": header: duplicate key 'dtype'");
+  EXPECT_EQ(open_error(raw_file(R"({"a":{"dtype":"U8","dtype":"I8","shape":[1],"data_offsets":[0,1]}})", "\x01")),
+            p + ": header: duplicate key 'dtype'");
   EXPECT_EQ(open_error(raw_file(R"({"__metadata__":["x"]})", "")),
             p + ": header: __metadata__ must be an object of strings, got array");
   EXPECT_EQ(open_error(raw_file(R"({"__metadata__":{"format":"pt","epoch":3}})", "")),
@@ -330,36 +321,31 @@ TEST_F(Safetensors, MalformedTensorEntriesNameTheTensor) {
   auto with = [&](const std::string& tensor_json) {
     return open_error(raw_file(R"({"t.w":)" + tensor_json + "}", ""));
   };
-  EXPECT_EQ(with("[1]"),
-            p + ": tensor 't.w': expected an object with dtype, shape and data_offsets, got array");
+  EXPECT_EQ(with("[1]"), p + ": tensor 't.w': expected an object with dtype, shape and data_offsets, got array");
   EXPECT_EQ(with(R"({"dtype":"F32","shape":[]})"), p + ": tensor 't.w': missing \"data_offsets\"");
-  EXPECT_EQ(with(R"({"dtype":"F128","shape":[],"data_offsets":[0,0]})"),
-            p + ": tensor 't.w': unknown dtype \"F128\"");
+  EXPECT_EQ(with(R"({"dtype":"F128","shape":[],"data_offsets":[0,0]})"), p + ": tensor 't.w': unknown dtype \"F128\"");
   EXPECT_EQ(with(R"({"dtype":32,"shape":[],"data_offsets":[0,0]})"), p + ": tensor 't.w': unknown dtype 32");
   EXPECT_EQ(with(R"({"dtype":"F32","shape":[2,-1],"data_offsets":[0,0]})"),
             p + ": tensor 't.w': shape must be an array of non-negative integers, got [2,-1]");
   EXPECT_EQ(with(R"({"dtype":"F32","shape":[2.0],"data_offsets":[0,0]})"),
             p + ": tensor 't.w': shape must be an array of non-negative integers, got [2.0]");
-  EXPECT_EQ(
-      with(R"({"dtype":"F32","shape":[9223372036854775808,0],"data_offsets":[0,0]})"),
-      p + ": tensor 't.w': shape must be an array of non-negative integers, got [9223372036854775808,0]");
+  EXPECT_EQ(with(R"({"dtype":"F32","shape":[9223372036854775808,0],"data_offsets":[0,0]})"),
+            p + ": tensor 't.w': shape must be an array of non-negative integers, got [9223372036854775808,0]");
   EXPECT_EQ(with(R"({"dtype":"F32","shape":[],"data_offsets":[0]})"),
             p + ": tensor 't.w': data_offsets must be [begin, end] with non-negative integers, got [0]");
   EXPECT_EQ(with(R"({"dtype":"F32","shape":[],"data_offsets":[8,4]})"),
             p + ": tensor 't.w': data_offsets [8, 4] end before they begin");
-  EXPECT_EQ(
-      with(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]})"),
-      p + ": tensor 't.w': F32 shape [4294967296, 4294967296] has too many elements (its size overflows 64 "
-          "bits)");
+  EXPECT_EQ(with(R"({"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,0]})"),
+            p + ": tensor 't.w': F32 shape [4294967296, 4294967296] has too many elements (its size overflows 64 "
+                "bits)");
   EXPECT_EQ(with(R"({"dtype":"F4","shape":[3],"data_offsets":[0,1]})"),
             p + ": tensor 't.w': F4 shape [3] does not fill a whole number of bytes");
 
   std::string model = path("model.safetensors");
-  EXPECT_EQ(
-      open_error(raw_file(R"({"encoder.w":{"dtype":"F32","shape":[5,6],"data_offsets":[0,100]}})",
-                          std::string(100, '\0')),
-                 "model.safetensors"),
-      model + ": tensor 'encoder.w': data_offsets [0, 100] hold 100 bytes but F32 shape [5, 6] needs 120");
+  EXPECT_EQ(open_error(raw_file(R"({"encoder.w":{"dtype":"F32","shape":[5,6],"data_offsets":[0,100]}})",
+                                std::string(100, '\0')),
+                       "model.safetensors"),
+            model + ": tensor 'encoder.w': data_offsets [0, 100] hold 100 bytes but F32 shape [5, 6] needs 120");
 }
 
 TEST_F(Safetensors, OffsetsMustTileTheDataBufferExactly) {
@@ -372,18 +358,15 @@ TEST_F(Safetensors, OffsetsMustTileTheDataBufferExactly) {
   ASSERT_EQ((two(0, 16, 16, 24).size() + 7) / 8 * 8, 112u);
   EXPECT_EQ(open_error(raw_file(two(0, 16, 8, 24), std::string(24, 'x'))),
             p + ": tensor 'b': data_offsets [8, 24] overlap tensor 'a' at [0, 16]");
-  EXPECT_EQ(
-      open_error(raw_file(two(0, 16, 24, 32), std::string(32, 'x'))),
-      p + ": at byte offset 136: tensor 'b': data_offsets [24, 32] leave bytes [16, 24) of the data buffer "
-          "to no tensor");
-  EXPECT_EQ(
-      open_error(raw_file(two(8, 16, 16, 24), std::string(24, 'x'))),
-      p + ": at byte offset 120: tensor 'a': data_offsets [8, 16] leave bytes [0, 8) of the data buffer to "
-          "no tensor");
-  EXPECT_EQ(
-      open_error(raw_file(two(0, 16, 16, 24), std::string(20, 'x'))),
-      p + ": at byte offset 136: tensor 'b': data_offsets [16, 24] run past the end of the data buffer (20 "
-          "bytes): truncated file?");
+  EXPECT_EQ(open_error(raw_file(two(0, 16, 24, 32), std::string(32, 'x'))),
+            p + ": at byte offset 136: tensor 'b': data_offsets [24, 32] leave bytes [16, 24) of the data buffer "
+                "to no tensor");
+  EXPECT_EQ(open_error(raw_file(two(8, 16, 16, 24), std::string(24, 'x'))),
+            p + ": at byte offset 120: tensor 'a': data_offsets [8, 16] leave bytes [0, 8) of the data buffer to "
+                "no tensor");
+  EXPECT_EQ(open_error(raw_file(two(0, 16, 16, 24), std::string(20, 'x'))),
+            p + ": at byte offset 136: tensor 'b': data_offsets [16, 24] run past the end of the data buffer (20 "
+                "bytes): truncated file?");
   EXPECT_EQ(open_error(raw_file(two(0, 16, 16, 24), std::string(30, 'x'))),
             p + ": at byte offset 144: 6 bytes after the last tensor belong to no tensor");
   // An empty tensor inside another's range overlaps it too (the reference refuses it as well).
@@ -393,7 +376,7 @@ TEST_F(Safetensors, OffsetsMustTileTheDataBufferExactly) {
 
 // ------------------------------------------------------------------- against the Python reference package
 
-#define CABERT_REQUIRE_REFERENCE_PYTHON(python)                  \
+#define CABERT_REQUIRE_REFERENCE_PYTHON(python)                              \
   std::string python = ::cabert::testing::python_with("safetensors, numpy"); \
   if (python.empty()) GTEST_SKIP() << "CABERT_PYTHON unset or without safetensors+numpy: skipped"
 
@@ -428,32 +411,30 @@ for name in sorted(arrays):
     a = arrays[name]
     print('np', name, a.dtype.name, json.dumps(list(a.shape)), json.dumps(a.tolist()))
 )"));
-  std::string output = run_python(python, path("check.py"),
-                                  str("'", path("all.safetensors"), "' '", path("np.safetensors"), "'"));
+  std::string output =
+      run_python(python, path("check.py"), str("'", path("all.safetensors"), "' '", path("np.safetensors"), "'"));
 
   std::map<std::string, std::string> raw_lines;
   for (const auto& t : all) {
     std::string shape = "[";
     for (size_t i = 0; i < t.shape.size(); ++i) shape += (i ? ", " : "") + std::to_string(t.shape[i]);
-    raw_lines[t.name] =
-        str("raw ", t.name, " ", safe_dtype_name(t.dtype), " ", shape, "] ", fnv1a(t.bytes), "\n");
+    raw_lines[t.name] = str("raw ", t.name, " ", safe_dtype_name(t.dtype), " ", shape, "] ", fnv1a(t.bytes), "\n");
   }
   std::string expected;
   for (const auto& [name, line] : raw_lines) expected += line;
   expected += R"(meta {"format": "pt", "note": "caf\u00e9 \"q\""})"
               "\n";
-  expected +=
-      "np empty float32 [0, 4] []\n"
-      "np empty.u8 uint8 [3, 0, 2] [[], [], []]\n"
-      "np encoder.w float32 [2, 3] [[0.5, -1.25, 2.0], [3.0, 4.5, -6.0]]\n"
-      "np half float16 [2] [1.5, -0.25]\n"
-      "np i16 int16 [3] [-300, 0, 32767]\n"
-      "np i32 int32 [2, 2] [[1, -2], [3, -2147483647]]\n"
-      "np i8 int8 [2] [-128, 127]\n"
-      "np ids int64 [3] [-1, 1099511627776, 7]\n"
-      "np mask bool [3] [true, false, true]\n"
-      "np scale float64 [] -2.5\n"
-      "np u8 uint8 [4] [0, 1, 200, 255]\n";
+  expected += "np empty float32 [0, 4] []\n"
+              "np empty.u8 uint8 [3, 0, 2] [[], [], []]\n"
+              "np encoder.w float32 [2, 3] [[0.5, -1.25, 2.0], [3.0, 4.5, -6.0]]\n"
+              "np half float16 [2] [1.5, -0.25]\n"
+              "np i16 int16 [3] [-300, 0, 32767]\n"
+              "np i32 int32 [2, 2] [[1, -2], [3, -2147483647]]\n"
+              "np i8 int8 [2] [-128, 127]\n"
+              "np ids int64 [3] [-1, 1099511627776, 7]\n"
+              "np mask bool [3] [true, false, true]\n"
+              "np scale float64 [] -2.5\n"
+              "np u8 uint8 [4] [0, 1, 200, 255]\n";
   EXPECT_EQ(output, expected);
 }
 

@@ -70,8 +70,8 @@ for tag in sorted(tags['images']):
 open(sys.argv[2], 'w').write(''.join(line + '\n' for line in lines))
 )";
 
-#define CABERT_REQUIRE_TENSORBOARD(python)                              \
-  std::string python = python_with("tensorboard");                     \
+#define CABERT_REQUIRE_TENSORBOARD(python)         \
+  std::string python = python_with("tensorboard"); \
   if (python.empty()) GTEST_SKIP() << "CABERT_PYTHON unset or without the tensorboard package: skipped"
 
 // (temp_dir() empties the test's directory at each call: the reader's files go beside the events, once.)
@@ -200,11 +200,10 @@ TEST(TensorboardExport, MetricsFilesBecomeTensorBoardRuns) {
   EXPECT_NE(pt.find("text run/options 0 cabert "), std::string::npos) << pt;
 
   const std::string ft = read_back(python, out + "/fine");
-  EXPECT_EQ(ft.substr(0, ft.find("text ")),
-            scalar_line("dev/SST-2/accuracy", 10, 0.5666666666666667) +
-                scalar_line("dev/SST-2/score", 10, 56.666666666666664) +
-                scalar_line("train/epoch_loss", 10, 0.69551847577095027) +
-                scalar_line("train/loss", 4, 0.69480128586292267));
+  EXPECT_EQ(ft.substr(0, ft.find("text ")), scalar_line("dev/SST-2/accuracy", 10, 0.5666666666666667) +
+                                                scalar_line("dev/SST-2/score", 10, 56.666666666666664) +
+                                                scalar_line("train/epoch_loss", 10, 0.69551847577095027) +
+                                                scalar_line("train/loss", 4, 0.69480128586292267));
   EXPECT_NE(ft.find("text best/SST-2 10 run 1 (seed 0): epoch 1, step 10, score 56.6667"), std::string::npos) << ft;
   EXPECT_NE(ft.find("text run/options 0 cabert "), std::string::npos) << ft;
 
@@ -223,8 +222,9 @@ TEST(TensorboardExport, RefusesOtherFiles) {
     RecordWriter writer(dir + "/x.cabert", "cabert.pb.TokenizedText");
     writer.close();
   }
-  EXPECT_NE(cabert::testing::data_error_message([&] { export_tensorboard({{dir + "/x.cabert", ""}}, dir + "/tb"); })
-                .find("expected training metrics"),
+  EXPECT_NE(cabert::testing::data_error_message([&] {
+              export_tensorboard({{dir + "/x.cabert", ""}}, dir + "/tb");
+            }).find("expected training metrics"),
             std::string::npos);
 }
 

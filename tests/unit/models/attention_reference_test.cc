@@ -259,15 +259,14 @@ TEST_P(BertAttentionVariant, MatchesNaiveLoopsWithPaddingAndClipping) {
     }
     return out;
   };
-  check_against_naive(*attention, [&](const Tensor& x) { return attention(x, mask); }, naive, mask,
-                      GetParam().gradient_params, H);
+  check_against_naive(
+      *attention, [&](const Tensor& x) { return attention(x, mask); }, naive, mask, GetParam().gradient_params, H);
 }
 
 INSTANTIATE_TEST_SUITE_P(
     AllVariants, BertAttentionVariant,
     ::testing::Values(VariantCase{"bert-tiny-absolute", {"query.weight", "value.bias"}},
-                      VariantCase{"bert-tiny-none", {"key.weight"}},
-                      VariantCase{"bert-tiny-fixed", {"relative_beta"}},
+                      VariantCase{"bert-tiny-none", {"key.weight"}}, VariantCase{"bert-tiny-fixed", {"relative_beta"}},
                       VariantCase{"bert-tiny-dynamic", {"relative_query"}},
                       VariantCase{"bert-tiny-composite", {"relative_beta", "relative_query", "query.weight"}},
                       VariantCase{"bert-tiny-composite-key", {"relative_beta", "relative_query", "relative_key"}},
@@ -310,8 +309,8 @@ TEST_P(ConvBertBranch, MatchesNaiveLoops) {
       conv = sepconv() * mask.unsqueeze(-1).to(torch::kDouble);
     } else {
       Tensor kernel_input = GetParam() == pb::SDCONV ? sepconv() * q : x;
-      Tensor kernels = softmax_last(naive_linear(kernel_input, p("conv_kernel.weight"), p("conv_kernel.bias"))
-                                        .view({kB, kT, heads, k}));
+      Tensor kernels = softmax_last(
+          naive_linear(kernel_input, p("conv_kernel.weight"), p("conv_kernel.bias")).view({kB, kT, heads, k}));
       conv = naive_dynamic(naive_linear(x, p("conv_value.weight"), p("conv_value.bias")), kernels, k / 2, mask);
     }
     return torch::cat({ctx, conv}, -1);
@@ -320,7 +319,8 @@ TEST_P(ConvBertBranch, MatchesNaiveLoops) {
   if (GetParam() == pb::SDCONV) grads = {"key_conv.depthwise_weight", "conv_kernel.weight", "conv_value.bias"};
   if (GetParam() == pb::PLAIN_DYNAMIC) grads = {"conv_kernel.bias", "conv_value.weight"};
   if (GetParam() == pb::DEPTHWISE_SEPARABLE) grads = {"key_conv.depthwise_weight", "key_conv.pointwise.weight"};
-  check_against_naive(*attention, [&](const Tensor& x) { return attention(x, mask); }, naive, mask, grads, 8);
+  check_against_naive(
+      *attention, [&](const Tensor& x) { return attention(x, mask); }, naive, mask, grads, 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(AllKinds, ConvBertBranch,
@@ -357,18 +357,18 @@ TEST_P(WuConvBlock, MatchesNaiveLoops) {
     return naive_dynamic(y, kernels, pad, mask);
   };
   std::vector<std::string> grads = {"input.weight", dynamic ? "kernel_projection.weight" : "weight"};
-  check_against_naive(*block, [&](const Tensor& x) { return block(x, mask); }, naive, mask, grads, 8);
+  check_against_naive(
+      *block, [&](const Tensor& x) { return block(x, mask); }, naive, mask, grads, 8);
 }
 
 INSTANTIATE_TEST_SUITE_P(LightAndDynamic, WuConvBlock,
-                         ::testing::Combine(::testing::Values("lightconv-tiny", "dynamicconv-tiny"),
-                                            ::testing::Bool(), ::testing::Bool()),
+                         ::testing::Combine(::testing::Values("lightconv-tiny", "dynamicconv-tiny"), ::testing::Bool(),
+                                            ::testing::Bool()),
                          [](const auto& info) {
                            return str(std::get<0>(info.param).substr(0, std::get<0>(info.param).find('-')),
                                       std::get<1>(info.param) ? "_glu" : "_linear",
                                       std::get<2>(info.param) ? "_causal" : "_centred");
                          });
-
 
 TEST(WuConvBlockOptions, DropConnectOnlyWhileTraining) {
   pb::ModelConfig config = preset_config("lightconv-tiny");
@@ -396,10 +396,12 @@ TEST(WuConvBlockOptions, UnsharedWeightsGiveOneKernelPerChannel) {
   Tensor mask = test_mask();
   auto naive = [&](const Tensor& x) {
     Tensor y = naive_linear(x, param(*block, "input.weight"), param(*block, "input.bias"));
-    Tensor kernels = softmax_last(param(*block, "weight").clone()).view({1, 1, 8, 3}).expand({kB, kT, 8, 3}).contiguous();
+    Tensor kernels =
+        softmax_last(param(*block, "weight").clone()).view({1, 1, 8, 3}).expand({kB, kT, 8, 3}).contiguous();
     return naive_dynamic(y, kernels, 1, mask);
   };
-  check_against_naive(*block, [&](const Tensor& x) { return block(x, mask); }, naive, mask, {"weight"}, 8);
+  check_against_naive(
+      *block, [&](const Tensor& x) { return block(x, mask); }, naive, mask, {"weight"}, 8);
 }
 
 }  // namespace

@@ -61,7 +61,8 @@ TEST_P(DecoderLayerSteps, LaterTargetTokensDoNotChangeEarlierOutputs) {
   torch::manual_seed(12);
   DecoderLayer layer = make_layer(GetParam());
   torch::NoGradGuard no_grad;
-  torch::Tensor x = torch::randn({2, 5, kHidden}, torch::kDouble), memory = torch::randn({2, 3, kHidden}, torch::kDouble);
+  torch::Tensor x = torch::randn({2, 5, kHidden}, torch::kDouble),
+                memory = torch::randn({2, 3, kHidden}, torch::kDouble);
   torch::Tensor a = layer->forward(x, {}, memory, {});
   for (int64_t t = 0; t + 1 < 5; ++t) {
     torch::Tensor changed = x.clone();
@@ -71,7 +72,8 @@ TEST_P(DecoderLayerSteps, LaterTargetTokensDoNotChangeEarlierOutputs) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryDecoderMixer, DecoderLayerSteps, ::testing::Values("lightconv", "dynamicconv", "attention"));
+INSTANTIATE_TEST_SUITE_P(EveryDecoderMixer, DecoderLayerSteps,
+                         ::testing::Values("lightconv", "dynamicconv", "attention"));
 
 TEST(DecoderLayer, RefusesABidirectionalMixer) {
   pb::ModelConfig config = config::load_model_config("lightconv-tiny", {});

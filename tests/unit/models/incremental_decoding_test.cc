@@ -65,16 +65,17 @@ TEST_P(ConvBlockSteps, ChangingALaterTokenLeavesEarlierOutputsBitIdentical) {
 }
 
 // Kernel 3 (shorter than the sequence) and 9 (longer): the state starts as zeros, as the padding does.
-INSTANTIATE_TEST_SUITE_P(
-    LightAndDynamic, ConvBlockSteps,
-    ::testing::Values(Case{"lightconv-tiny", 3, ops::KernelPath::kFused}, Case{"lightconv-tiny", 9, ops::KernelPath::kFused},
-                      Case{"dynamicconv-tiny", 3, ops::KernelPath::kFused},
-                      Case{"dynamicconv-tiny", 9, ops::KernelPath::kFused},
-                      Case{"dynamicconv-tiny", 4, ops::KernelPath::kReference}),
-    [](const auto& info) {
-      return info.param.preset.substr(0, info.param.preset.find('-')) + "_k" + std::to_string(info.param.kernel) +
-             (info.param.path == ops::KernelPath::kFused ? "_fused" : "_reference");
-    });
+INSTANTIATE_TEST_SUITE_P(LightAndDynamic, ConvBlockSteps,
+                         ::testing::Values(Case{"lightconv-tiny", 3, ops::KernelPath::kFused},
+                                           Case{"lightconv-tiny", 9, ops::KernelPath::kFused},
+                                           Case{"dynamicconv-tiny", 3, ops::KernelPath::kFused},
+                                           Case{"dynamicconv-tiny", 9, ops::KernelPath::kFused},
+                                           Case{"dynamicconv-tiny", 4, ops::KernelPath::kReference}),
+                         [](const auto& info) {
+                           return info.param.preset.substr(0, info.param.preset.find('-')) + "_k" +
+                                  std::to_string(info.param.kernel) +
+                                  (info.param.path == ops::KernelPath::kFused ? "_fused" : "_reference");
+                         });
 
 TEST(MixerState, ReorderFollowsTheBeams) {
   MixerState state;

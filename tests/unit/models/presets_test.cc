@@ -68,10 +68,18 @@ TEST(PresetParameters, BertSmallMatchesChangTables) {
   // and composite, 13.44M composite+key, 13.47M depthwise, 13.48M composite+depthwise, 13.47M conv values.
   EXPECT_EQ(count("bert-small-absolute"), 13430708);
   const Sizes s{30004, 128, 256, 12, 4, 1024, 128};
-  const std::map<std::string, double> paper = {
-      {"none", 13.41}, {"fixed", 13.42}, {"dynamic", 13.43}, {"composite", 13.43}, {"composite-key", 13.44},
-      {"depthwise", 13.47}, {"composite-depthwise", 13.48}, {"conv-v", 13.47}, {"composite-conv-v", 13.48},
-      {"conv-qkv", 13.58}, {"composite-conv-qk", 13.54}, {"composite-conv-qkv", 13.59}};
+  const std::map<std::string, double> paper = {{"none", 13.41},
+                                               {"fixed", 13.42},
+                                               {"dynamic", 13.43},
+                                               {"composite", 13.43},
+                                               {"composite-key", 13.44},
+                                               {"depthwise", 13.47},
+                                               {"composite-depthwise", 13.48},
+                                               {"conv-v", 13.47},
+                                               {"composite-conv-v", 13.48},
+                                               {"conv-qkv", 13.58},
+                                               {"composite-conv-qk", 13.54},
+                                               {"composite-conv-qkv", 13.59}};
   for (const auto& [variant, millions] : paper) {
     const int64_t n = count("bert-small-" + variant);
     EXPECT_EQ(n, shared_parameters(s, false) + s.L * bert_layer(s, 17, variant)) << variant;
@@ -83,17 +91,16 @@ TEST(PresetParameters, ConvBertAndConvBlocksTinyByHand) {
   const Sizes s{1000, 32, 64, 2, 2, 128, 128};
   // ConvBERT tiny: 1 attention head of 32 (head ratio 2), SDConv k = 5 with 1 conv head.
   const int64_t A = 32, k = 5;
-  const int64_t convbert_layer = 3 * (s.H * A + A)            // query, key, value
-                                 + (s.H * k + s.H * A + A)      // SepConv: depthwise (no bias) + pointwise
-                                 + (A * k + k)                  // W_f -> 1 head x k
-                                 + (s.H * A + A)                // V'
-                                 + (2 * A * s.H + s.H)          // output on [attention | conv]
+  const int64_t convbert_layer = 3 * (s.H * A + A)          // query, key, value
+                                 + (s.H * k + s.H * A + A)  // SepConv: depthwise (no bias) + pointwise
+                                 + (A * k + k)              // W_f -> 1 head x k
+                                 + (s.H * A + A)            // V'
+                                 + (2 * A * s.H + s.H)      // output on [attention | conv]
                                  + ffn_and_norms(s);
   EXPECT_EQ(count("convbert-tiny"), shared_parameters(s, true) + 2 * convbert_layer);
   // Wu et al. blocks: Linear(d->2d) for GLU, kernels [3, 7], output Linear(d->d); no position embeddings.
   auto block = [&](int64_t kernel, bool dynamic) {
-    return s.H * 2 * s.H + 2 * s.H + (dynamic ? s.H * s.N * kernel : s.N * kernel) + s.H * s.H + s.H +
-           ffn_and_norms(s);
+    return s.H * 2 * s.H + 2 * s.H + (dynamic ? s.H * s.N * kernel : s.N * kernel) + s.H * s.H + s.H + ffn_and_norms(s);
   };
   EXPECT_EQ(count("lightconv-tiny"), shared_parameters(s, false) + block(3, false) + block(7, false));
   EXPECT_EQ(count("dynamicconv-tiny"), shared_parameters(s, false) + block(3, true) + block(7, true));
@@ -171,7 +178,8 @@ TEST(PresetOverrides, NonFiniteAndOutOfRangeNumbersAreRefused) {
   };
   EXPECT_NE(problem({"layer_norm_eps=nan"}).find("expected finite, non-negative layer_norm_eps"), std::string::npos);
   EXPECT_NE(problem({"initializer_range=-0.02"}).find("and initializer_range, got 1e-12 and -0.02"), std::string::npos);
-  EXPECT_NE(problem({"mask_probability=1.5"}).find("expected mask_probability, mask_token_fraction"), std::string::npos);
+  EXPECT_NE(problem({"mask_probability=1.5"}).find("expected mask_probability, mask_token_fraction"),
+            std::string::npos);
   EXPECT_NE(problem({"mask_token_fraction=0.95"}).find("summing to at most 1"), std::string::npos);
   EXPECT_NE(problem({"electra.max_predictions_fraction=1e30"}).find("expected electra.mask_probability"),
             std::string::npos);
@@ -230,8 +238,10 @@ TEST(EncoderPadding, EveryTinyPresetIgnoresPadding) {
   pb::ModelConfig config = preset_config("bert-tiny-composite-conv-qkv");
   Encoder encoder(config);
   const int64_t T = config.max_length();
-  EXPECT_EQ(encoder(torch::randint(5, 100, {1, T}), torch::zeros({1, T}, torch::kInt64),
-                    torch::ones({1, T}, torch::kBool)).size(1), T);
+  EXPECT_EQ(
+      encoder(torch::randint(5, 100, {1, T}), torch::zeros({1, T}, torch::kInt64), torch::ones({1, T}, torch::kBool))
+          .size(1),
+      T);
 }
 
 TEST(EncoderPadding, RefusesSequencesLongerThanTheMaximum) {

@@ -138,8 +138,8 @@ TEST(Seq2SeqPresets, IwsltLightConvHasTheHandCountedParameters) {
 TEST(Seq2SeqPresets, TopAttentionLayerAddsOneMaskedAttentionLayer) {
   torch::manual_seed(3);
   Seq2SeqModel plain(config::load_model_config("tay-dilatedconv-tiny", {"vocab_size=40"}));
-  Seq2SeqModel top(config::load_model_config("tay-dilatedconv-tiny",
-                                             {"vocab_size=40", "seq2seq.encoder_top_attention=true"}));
+  Seq2SeqModel top(
+      config::load_model_config("tay-dilatedconv-tiny", {"vocab_size=40", "seq2seq.encoder_top_attention=true"}));
   ASSERT_TRUE(top->encoder_top_attention);
   EXPECT_EQ(count_parameters(*top) - count_parameters(*plain), count_parameters(*top->encoder_top_attention));
   const int64_t d = 32, I = 64;  // Q, K, V, output projections + 2 LayerNorms + FFN

@@ -39,7 +39,7 @@ TEST(SinusoidalPositions, MatchesTheFormulaAsLoopsIncludingOddWidths) {
 
 TEST(SinusoidalPositions, RealTokensNumberedFromTheFirstPositionPaddingZero) {
   torch::Tensor mask = torch::tensor({{true, true, true}, {true, false, false}});
-  torch::Tensor cabert = sinusoidal_positions(mask, 8, torch::kDouble);  // [PAD] = 0: 1, 2, 3
+  torch::Tensor cabert = sinusoidal_positions(mask, 8, torch::kDouble);      // [PAD] = 0: 1, 2, 3
   torch::Tensor fairseq = sinusoidal_positions(mask, 8, torch::kDouble, 2);  // fairseq's [PAD] = 1: 2, 3, 4
   torch::Tensor table = sinusoidal_encoding(torch::arange(6), 8, torch::kDouble);
   EXPECT_TRUE(torch::equal(cabert[0], table.narrow(0, 1, 3)));

@@ -90,8 +90,8 @@ TEST(DilatedDepthwiseConv, GradientsMatchTheTapLoop) {
           torch::Tensor x = torch::randn({2, T, 3}, torch::kDouble).requires_grad_(true);
           torch::Tensor w = torch::randn({3, K}, torch::kDouble).requires_grad_(true);
           torch::Tensor g = torch::randn({2, T, 3}, torch::kDouble);
-          auto grads = torch::autograd::grad({(dilated_depthwise_conv(x, w, dilation, padding_left, m) * g).sum()},
-                                             {x, w});
+          auto grads =
+              torch::autograd::grad({(dilated_depthwise_conv(x, w, dilation, padding_left, m) * g).sum()}, {x, w});
           auto expected = torch::autograd::grad({(reference(x, w, dilation, padding_left, m) * g).sum()}, {x, w});
           EXPECT_TRUE(torch::allclose(grads[0], expected[0], 1e-10, 1e-10)) << "d/dx";
           EXPECT_TRUE(torch::allclose(grads[1], expected[1], 1e-10, 1e-10)) << "d/dweight";

@@ -86,16 +86,20 @@ TEST_P(MixedPrecision, Bfloat16InputsRunInFloatAndGetBfloat16Gradients) {
   }
   total.backward();
   reference_total.backward();
-  std::vector<std::pair<torch::Tensor, torch::Tensor>> pairs = {
-      {low.x, rounded.x}, {low.weight, rounded.weight}, {low.kernels, rounded.kernels}, {low.dw_weight, rounded.dw_weight},
-      {low.bias, rounded.bias}, {low.q, rounded.q}, {low.w, rounded.w}, {low.beta, rounded.beta}};
+  std::vector<std::pair<torch::Tensor, torch::Tensor>> pairs = {{low.x, rounded.x},
+                                                                {low.weight, rounded.weight},
+                                                                {low.kernels, rounded.kernels},
+                                                                {low.dw_weight, rounded.dw_weight},
+                                                                {low.bias, rounded.bias},
+                                                                {low.q, rounded.q},
+                                                                {low.w, rounded.w},
+                                                                {low.beta, rounded.beta}};
   for (size_t i = 0; i < pairs.size(); ++i) {
     const auto& [bf16, f32] = pairs[i];
     ASSERT_TRUE(bf16.grad().defined()) << "input " << i;
     EXPECT_EQ(bf16.grad().scalar_type(), torch::kBFloat16) << "input " << i;
     // The float gradient within bf16 rounding (x's three contributions are added in bf16).
-    EXPECT_TRUE(torch::allclose(bf16.grad().to(torch::kFloat), f32.grad(), 2e-2, 2e-2))
-        << "input " << i;
+    EXPECT_TRUE(torch::allclose(bf16.grad().to(torch::kFloat), f32.grad(), 2e-2, 2e-2)) << "input " << i;
   }
 }
 

@@ -84,7 +84,7 @@ TEST(Pictures, KernelFiguresComeFromTheCheckpointTensors) {
   std::vector<std::string> files;
   for (const auto& f : figures) files.push_back(f.file);
   EXPECT_EQ(files, (std::vector<std::string>{"relative_kernels.png", "relative_kernels_softmax.png",
-                                              "depthwise_value_kernels.png"}));
+                                             "depthwise_value_kernels.png"}));
   const auto& raw = std::get<plot::Heatmap>(figures[0].figure.panels[1].content);
   EXPECT_EQ(raw.rows, config.num_heads());
   EXPECT_EQ(raw.cols, 2 * config.attention().relative_radius() + 1);
@@ -106,8 +106,8 @@ TEST(Pictures, KernelFiguresComeFromTheCheckpointTensors) {
 
 TEST(Pictures, AttentionByOffsetAveragesEachDiagonal) {
   // One head, T = 3: rows are queries.
-  torch::Tensor attention = torch::tensor({0.5, 0.5, 0.0,   //
-                                           0.2, 0.6, 0.2,   //
+  torch::Tensor attention = torch::tensor({0.5, 0.5, 0.0,  //
+                                           0.2, 0.6, 0.2,  //
                                            0.0, 0.1, 0.9})
                                 .view({1, 3, 3});
   torch::Tensor profile = attention_by_offset(attention, 5);  // D = T - 1 = 2
@@ -158,7 +158,7 @@ TEST(Pictures, ASentenceGivesAttentionMapsConvKernelsAndTheOffsetProfile) {
   std::vector<std::string> files;
   for (const auto& f : figures) files.push_back(f.file);
   EXPECT_EQ(files, (std::vector<std::string>{"attention_layer0.png", "conv_kernels_layer0.png", "attention_layer1.png",
-                                              "conv_kernels_layer1.png", "attention_by_offset.png"}));
+                                             "conv_kernels_layer1.png", "attention_by_offset.png"}));
   std::vector<int> ids = tokenizer.encode(sentence);
   const auto& map = std::get<plot::Heatmap>(figures[0].figure.panels[0].content);
   EXPECT_EQ(map.rows, static_cast<int64_t>(ids.size()) + 2);
@@ -238,7 +238,9 @@ TEST(Pictures, CurvesOverlayRunsAndRefuseOtherFiles) {
 
   io::RecordWriter other(dir + "/corpus.cabert", "cabert.pb.PretrainingExample");
   other.close();
-  EXPECT_EQ(testing::data_error_message([&] { curve_figures({{dir + "/corpus.cabert", ""}}); }),
+  EXPECT_EQ(testing::data_error_message([&] {
+              curve_figures({{dir + "/corpus.cabert", ""}});
+            }),
             dir + "/corpus.cabert: expected training metrics (metrics.cabert of pretrain or finetune), got "
                   "cabert.pb.PretrainingExample");
 }

@@ -253,7 +253,7 @@ TEST(Plot, DivergingMapIsWhiteAtZeroBlueBelowRedAbove) {
   uint32_t low = heatmap_colour(heatmap, -2), high = heatmap_colour(heatmap, 2);
   EXPECT_GT(low & 0xFF, low >> 16) << std::hex << low;     // blue over red
   EXPECT_GT(high >> 16, high & 0xFF) << std::hex << high;  // red over blue
-  EXPECT_EQ(heatmap_colour(heatmap, 5), high);  // clamped to -2..2
+  EXPECT_EQ(heatmap_colour(heatmap, 5), high);             // clamped to -2..2
   EXPECT_NE(heatmap_colour(heatmap, 0.5), zero);
   // Symmetric in darkness around zero.
   EXPECT_NEAR(luminance(heatmap_colour(heatmap, -1)), luminance(heatmap_colour(heatmap, 1)), 0.1);

@@ -137,7 +137,8 @@ TEST(PlotLayout, LineChartTickLabelsNeverTouch) {
     ASSERT_GE(layout.y_ticks.size(), 2u);
     for (size_t i = 1; i < layout.x_ticks.size(); ++i) {
       double half_widths = (text_width(measure.get(), Font::kTick, layout.x_ticks[i].label) +
-                            text_width(measure.get(), Font::kTick, layout.x_ticks[i - 1].label)) / 2;
+                            text_width(measure.get(), Font::kTick, layout.x_ticks[i - 1].label)) /
+                           2;
       EXPECT_GT(layout.x_ticks[i].position - layout.x_ticks[i - 1].position, half_widths);
     }
     double line = line_height(measure.get(), Font::kTick);
@@ -147,7 +148,8 @@ TEST(PlotLayout, LineChartTickLabelsNeverTouch) {
     expect_ticks_inside(layout.x_ticks, layout.plot.x, layout.plot.width);
     // The last x label stays inside the cell.
     const Tick& last = layout.x_ticks.back();
-    EXPECT_LE(last.position + text_width(measure.get(), Font::kTick, last.label) / 2, layout.cell.x + layout.cell.width);
+    EXPECT_LE(last.position + text_width(measure.get(), Font::kTick, last.label) / 2,
+              layout.cell.x + layout.cell.width);
   }
 }
 

@@ -85,8 +85,8 @@ TEST(TaskFeatures, ClassificationFeaturesAndBatches) {
   EXPECT_EQ(batch.ids.sizes(), (std::vector<int64_t>{2, longest}));
   EXPECT_EQ(batch.labels[0].item<int64_t>(), 1);
   EXPECT_EQ(batch.mask[1].sum().item<int64_t>(), static_cast<int64_t>(features[0].sequence.ids.size()));
-  EXPECT_EQ(batch.ids[1][longest - 1].item<int64_t>(), features[0].sequence.ids.size() == size_t(longest)
-                                                           ? SpecialTokens::kSep : SpecialTokens::kPad);
+  EXPECT_EQ(batch.ids[1][longest - 1].item<int64_t>(),
+            features[0].sequence.ids.size() == size_t(longest) ? SpecialTokens::kSep : SpecialTokens::kPad);
   data.examples[1].label = "contradiction";
   EXPECT_THROW(classification_features(data, task, tokenizer, 64), DataError);
 }
@@ -108,7 +108,8 @@ TEST(SquadFeatures, OffsetsCoverTheWordsTheyCameFrom) {
   }
   // Every non-space byte is covered exactly once, in order.
   std::string joined;
-  for (char c : covered) if (c != '|') joined += c;
+  for (char c : covered)
+    if (c != '|') joined += c;
   EXPECT_EQ(joined, "TheQueen'scroquet-ground,1865!Alice");
   // Token ids equal encoding the words one by one.
   std::vector<int> expected;
@@ -173,8 +174,7 @@ TEST(SquadFeatures, WindowsWithStrideCoverTheContextAndLocateTheAnswer) {
       EXPECT_EQ(window.end_position, 0);
     }
   }
-  EXPECT_EQ(features.windows.back().first_token + features.windows.back().token_count,
-            static_cast<int>(tokens.size()));
+  EXPECT_EQ(features.windows.back().first_token + features.windows.back().token_count, static_cast<int>(tokens.size()));
   for (int count : owners) EXPECT_EQ(count, 1);
   EXPECT_GE(answered, 1);
 

@@ -50,7 +50,8 @@ std::vector<pb::TaskMetrics> read_metrics(const std::string& path) {
   return testing::read_records<pb::TaskMetrics>(path, "cabert.pb.TaskMetrics");
 }
 
-const pb::TaskMetrics* best_record(const std::vector<pb::TaskMetrics>& records, const std::string& task, uint32_t run = 0) {
+const pb::TaskMetrics* best_record(const std::vector<pb::TaskMetrics>& records, const std::string& task,
+                                   uint32_t run = 0) {
   for (const auto& record : records) {
     if (record.kind() == pb::TaskMetrics::BEST_OF_RUN && record.task() == task && record.run() == run) return &record;
   }
@@ -74,8 +75,10 @@ class FinetuneCli : public ::testing::Test {
       text += fields[1] + "\n" + fields[2] + "\n";
     }
     write_text(dir_ + "/text.txt", text);
-    auto result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ + "/text.txt --vocab-size 1500 "
-                              "--lowercase --sentinels 4 --model-prefix " + dir_ + "/tok");
+    auto result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ +
+                              "/text.txt --vocab-size 1500 "
+                              "--lowercase --sentinels 4 --model-prefix " +
+                              dir_ + "/tok");
     ASSERT_EQ(result.exit_code, 0) << result.err;
   }
   static void TearDownTestSuite() {
@@ -122,8 +125,9 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
   EXPECT_TRUE(fs::exists(dir_ + "/sst2-model/best.cabert"));
 
   // Evaluating the kept checkpoint reproduces the best epoch's dev accuracy.
-  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
-                       task + "/dev.tsv -o " + dir_ + "/sst2-eval.cabert --predictions " + dir_ + "/sst2-dev.tsv");
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ +
+                       "/sst2-model/best.cabert --data " + task + "/dev.tsv -o " + dir_ +
+                       "/sst2-eval.cabert --predictions " + dir_ + "/sst2-dev.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto evaluation = read_metrics(dir_ + "/sst2-eval.cabert");
   ASSERT_EQ(evaluation.size(), 1u);
@@ -141,8 +145,8 @@ TEST_F(FinetuneCli, Sst2BeatsTheMajorityBaseline) {
 
   // GLUE test file -> submission TSV: header, one row per test example, labels from {0, 1}.
   slice(data_ + "/glue/SST-2/test.tsv", task + "/test.tsv", true, 0, 50);
-  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/sst2-model/best.cabert --data " +
-                       task + "/test.tsv --predictions " + dir_ + "/submission/");
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ +
+                       "/sst2-model/best.cabert --data " + task + "/test.tsv --predictions " + dir_ + "/submission/");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto submission = lines_of(dir_ + "/submission/SST-2.tsv");
   ASSERT_EQ(submission.size(), 51u);
@@ -197,8 +201,8 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     slice(source + "/dev.tsv", task + "/dev.tsv", c.header, 0, 24);
     slice(source + "/test.tsv", task + "/test.tsv", true, 0, 30);
     std::string model = dir_ + "/" + c.dir + "-model";
-    auto result = run_command(finetune("--task " + c.task + " --data " + task + " --model-dir " + model +
-                                       " --epochs 1 --max-length 48"));
+    auto result = run_command(
+        finetune("--task " + c.task + " --data " + task + " --model-dir " + model + " --epochs 1 --max-length 48"));
     ASSERT_EQ(result.exit_code, 0) << c.task << ": " << result.err;
     auto records = read_metrics(model + "/metrics.cabert");
     const pb::TaskMetrics* best = best_record(records, c.task);
@@ -207,8 +211,8 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     for (const auto& metric : c.metrics) EXPECT_EQ(best->metrics().count(metric), 1u) << c.task << " " << metric;
     summary_inputs += " " + model + "/metrics.cabert";
 
-    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " + task +
-                         "/test.tsv --predictions " + dir_ + "/glue-submission/");
+    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " +
+                         task + "/test.tsv --predictions " + dir_ + "/glue-submission/");
     ASSERT_EQ(result.exit_code, 0) << c.task << ": " << result.err;
     auto submission = lines_of(dir_ + "/glue-submission/" + c.task + ".tsv");
     ASSERT_EQ(submission.size(), 31u) << c.task;
@@ -230,8 +234,7 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
   auto result = run_command(cabert_binary() + " --threads 1 evaluate --summarize" + summary_inputs + " --format tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto table = tasks::split_tabs(result.out.substr(0, result.out.find('\n')));
-  EXPECT_EQ(table,
-            (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI"}));
+  EXPECT_EQ(table, (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI"}));
   EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 8);  // header + 7 models
   // A directory stands for every metrics file below it (checkpoints are passed over): same table.
   auto from_directory = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + " --format tsv");
@@ -265,8 +268,10 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
 
   // The diagnostic set (AX) is scored with an MNLI model; its submission uses the NLI label strings.
   slice(data_ + "/glue/diagnostic/diagnostic.tsv", task + "/diagnostic.tsv", true, 0, 20);
-  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/mnli-model/best.cabert --task AX "
-                       "--data " + task + "/diagnostic.tsv --predictions " + dir_ + "/ax/");
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ +
+                       "/mnli-model/best.cabert --task AX "
+                       "--data " +
+                       task + "/diagnostic.tsv --predictions " + dir_ + "/ax/");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto ax = lines_of(dir_ + "/ax/AX.tsv");
   ASSERT_EQ(ax.size(), 21u);
@@ -298,12 +303,14 @@ TEST_F(FinetuneCli, MnliMatchedMismatchedThenRteFromTheMnliCheckpointWithRuns) {
                 std::max(a, b), a >= b ? 1 : 2, (a + b) / 2, std::abs(a - b) / 2);
   EXPECT_NE(result.out.find(expected), std::string::npos) << result.out << "\nexpected: " << expected;
   // --init-from-task wants a fine-tuned checkpoint, --init with it is ambiguous.
-  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ + "/mnli-model/best.cabert --preset "
-                       "bert-tiny-absolute --task RTE --data " + rte_dir + " --model-dir " + dir_ + "/x");
+  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ +
+                       "/mnli-model/best.cabert --preset "
+                       "bert-tiny-absolute --task RTE --data " +
+                       rte_dir + " --model-dir " + dir_ + "/x");
   EXPECT_EQ(result.exit_code, 2) << result.err;
 
-  result = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + "/rte-model/metrics.cabert " + dir_ +
-                       "/mnli-model/metrics.cabert --format json");
+  result = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + "/rte-model/metrics.cabert " +
+                       dir_ + "/mnli-model/metrics.cabert --format json");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto json = nlohmann::json::parse(result.out);
   EXPECT_EQ(json["models"][0]["model"], "rte-model");
@@ -319,8 +326,8 @@ TEST_F(FinetuneCli, SquadV1AndV2OnXquadSlices) {
     out["version"] = impossible ? "v2.0" : "1.1";
     out["data"] = nlohmann::json::array();
     auto article = squad["data"][first_article];
-    article["paragraphs"] = nlohmann::json(std::vector<nlohmann::json>(article["paragraphs"].begin(),
-                                                                       article["paragraphs"].begin() + paragraphs));
+    article["paragraphs"] = nlohmann::json(
+        std::vector<nlohmann::json>(article["paragraphs"].begin(), article["paragraphs"].begin() + paragraphs));
     if (impossible) {
       // Every third question becomes unanswerable.
       size_t k = 0;
@@ -340,7 +347,8 @@ TEST_F(FinetuneCli, SquadV1AndV2OnXquadSlices) {
     write_subset(dir + "/dev.json", 1, 2, v2);
     std::string model = dir + "-model";
     auto result = run_command(finetune(std::string("--task ") + (v2 ? "squad2.0" : "squad1.1") + " --data " + dir +
-                                       " --model-dir " + model + " --epochs 1 --max-length 96 --doc-stride 32 "
+                                       " --model-dir " + model +
+                                       " --epochs 1 --max-length 96 --doc-stride 32 "
                                        "--batch-size 16"));
     ASSERT_EQ(result.exit_code, 0) << result.err;
     std::string name = v2 ? "SQuAD2.0" : "SQuAD1.1";
@@ -352,8 +360,8 @@ TEST_F(FinetuneCli, SquadV1AndV2OnXquadSlices) {
     EXPECT_EQ(best->metrics().count("no_answer_exact"), v2 ? 1u : 0u);
     EXPECT_GE(best->metrics().at("f1"), best->metrics().at("exact"));
 
-    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " + dir +
-                         "/dev.json --predictions " + dir + "/predictions.json");
+    result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " +
+                         dir + "/dev.json --predictions " + dir + "/predictions.json");
     ASSERT_EQ(result.exit_code, 0) << result.err;
     auto predictions = nlohmann::json::parse(read_text(dir + "/predictions.json"));
     auto dev = nlohmann::json::parse(read_text(dir + "/dev.json"));
@@ -387,16 +395,19 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   };
   write_csv(dir + "/train.csv", 0, 64);
   write_csv(dir + "/dev.csv", 64, 24);
-  auto result = run_command(finetune("--task reviews --data " + dir + " --text-column review --label-column "
-                                     "sentiment --id-column id --model-dir " + dir_ + "/generic-model --epochs 1 "
+  auto result = run_command(finetune("--task reviews --data " + dir +
+                                     " --text-column review --label-column "
+                                     "sentiment --id-column id --model-dir " +
+                                     dir_ +
+                                     "/generic-model --epochs 1 "
                                      "--max-length 48"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto records = read_metrics(dir_ + "/generic-model/metrics.cabert");
   const pb::TaskMetrics* best = best_record(records, "reviews");
   ASSERT_NE(best, nullptr);
   EXPECT_EQ(best->metrics().count("macro_f1"), 1u);
-  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
-                       dir + "/dev.csv --predictions " + dir + "/p.tsv");
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ +
+                       "/generic-model/best.cabert --data " + dir + "/dev.csv --predictions " + dir + "/p.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto predictions = lines_of(dir + "/p.tsv");
   ASSERT_EQ(predictions.size(), 25u);
@@ -405,8 +416,9 @@ TEST_F(FinetuneCli, GenericCsvClassificationWithColumnOptions) {
   EXPECT_TRUE(label == "neg" || label == "pos");
   // An unlabelled file: --label-column "" gives id + prediction rows.
   write_text(dir + "/test.csv", "id,review\nt1,a gorgeous film\nt2,\"dull, dull, dull\"\n");
-  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ + "/generic-model/best.cabert --data " +
-                       dir + "/test.csv --label-column '' --predictions " + dir + "/test-predictions.tsv");
+  result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + dir_ +
+                       "/generic-model/best.cabert --data " + dir + "/test.csv --label-column '' --predictions " + dir +
+                       "/test-predictions.tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto unlabeled = lines_of(dir + "/test-predictions.tsv");
   ASSERT_EQ(unlabeled.size(), 3u);
@@ -428,9 +440,10 @@ TEST_F(FinetuneCli, GenericJsonlRegression) {
   };
   write_jsonl(dir + "/train.jsonl", 0, 48);
   write_jsonl(dir + "/dev.jsonl", 48, 20);
-  auto result = run_command(finetune("--task similarity --regression --data " + dir + " --text-column a "
-                                     "--text-pair-column b --label-column score --model-dir " + dir_ +
-                                     "/regression-model --epochs 1 --max-length 48"));
+  auto result = run_command(finetune("--task similarity --regression --data " + dir +
+                                     " --text-column a "
+                                     "--text-pair-column b --label-column score --model-dir " +
+                                     dir_ + "/regression-model --epochs 1 --max-length 48"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto records = read_metrics(dir_ + "/regression-model/metrics.cabert");
   const pb::TaskMetrics* best = best_record(records, "similarity");
@@ -446,7 +459,8 @@ TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
                             "/text.txt --max-length 48 -o " + corpus);
   ASSERT_EQ(result.exit_code, 0) << result.err;
   result = run_command(cabert_binary() + " --threads 1 --quiet pretrain --preset bert-tiny-absolute --corpus " +
-                       corpus + " --model-dir " + dir_ + "/pretrain --steps 4 --batch-size 8 --save-every 0 "
+                       corpus + " --model-dir " + dir_ +
+                       "/pretrain --steps 4 --batch-size 8 --save-every 0 "
                        "--eval-examples 8");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   std::string checkpoint;
@@ -501,18 +515,22 @@ TEST_F(FinetuneCli, BadInputExitsThreeWithAClearMessage) {
   EXPECT_NE(result.err.find("empty dev set"), std::string::npos) << result.err;
 
   // A checkpoint whose tokenizer does not match the given one.
-  result = run_command(finetune("--task RTE --data " + rte + " --model-dir " + dir_ + "/rte-ok --epochs 1 "
+  result = run_command(finetune("--task RTE --data " + rte + " --model-dir " + dir_ +
+                                "/rte-ok --epochs 1 "
                                 "--max-length 32"));
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ + "/text.txt --vocab-size 300 --sentinels 4 "
-                       "--model-prefix " + dir_ + "/other");
+  result = run_command(cabert_binary() + " --threads 1 tokenize train -i " + dir_ +
+                       "/text.txt --vocab-size 300 --sentinels 4 "
+                       "--model-prefix " +
+                       dir_ + "/other");
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " --threads 1 evaluate --model " + dir_ + "/rte-ok/best.cabert --tokenizer " + dir_ +
-                       "/other.model --data " + rte + "/dev.tsv");
+  result = run_command(cabert_binary() + " --threads 1 evaluate --model " + dir_ + "/rte-ok/best.cabert --tokenizer " +
+                       dir_ + "/other.model --data " + rte + "/dev.tsv");
   EXPECT_EQ(result.exit_code, 3) << result.err;
   EXPECT_NE(result.err.find("the checkpoint was trained with tokenizer"), std::string::npos) << result.err;
-  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ + "/rte-ok/best.cabert --tokenizer " +
-                       dir_ + "/other.model --task RTE --data " + rte + " --model-dir " + dir_ + "/bad4");
+  result = run_command(cabert_binary() + " --threads 1 finetune --init-from-task " + dir_ +
+                       "/rte-ok/best.cabert --tokenizer " + dir_ + "/other.model --task RTE --data " + rte +
+                       " --model-dir " + dir_ + "/bad4");
   EXPECT_EQ(result.exit_code, 3) << result.err;
 
   // --max-length beyond the model's max_length, for a relative-position encoder too: refused at the start (its

@@ -68,10 +68,10 @@ TEST(JsonlReader, OutOfRangeNumbersAndDeepNestingAreBadRows) {
 TEST(SquadReader, OutOfRangeNumbersAndDeepNestingAreDataErrors) {
   std::string dir = temp_dir();
   const std::string path = dir + "/hostile.json";
-  write_text(path, "{\"version\": \"1.1\", \"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"q\", "
-                   "\"question\": \"?\", \"answers\": [{\"text\": \"b\", \"answer_start\": 1e999}]}]}]}]}");
-  EXPECT_EQ(data_error_message([&] { read_squad(path); }),
-            path + ": invalid JSON (number overflow parsing '1e999')");
+  write_text(path,
+             "{\"version\": \"1.1\", \"data\": [{\"paragraphs\": [{\"context\": \"abc\", \"qas\": [{\"id\": \"q\", "
+             "\"question\": \"?\", \"answers\": [{\"text\": \"b\", \"answer_start\": 1e999}]}]}]}]}");
+  EXPECT_EQ(data_error_message([&] { read_squad(path); }), path + ": invalid JSON (number overflow parsing '1e999')");
   write_text(path, "{\"data\": " + nested(300000) + "}");
   EXPECT_EQ(data_error_message([&] { read_squad(path); }),
             path + ": invalid JSON (arrays and objects nested deeper than 128 levels)");

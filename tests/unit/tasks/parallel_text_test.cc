@@ -147,8 +147,7 @@ TEST_F(ParallelTextTest, MismatchIsCheckedPastMaxPairsAndReportedBeforeEarlierBa
 TEST_F(ParallelTextTest, EmptySideIsADataErrorWithFileAndLine) {
   std::string de = write("a.de", "eins\nzwei\ndrei\n");
   std::string en = write("a.en", "one\n \t\nthree\n");
-  EXPECT_EQ(data_error([&] { read_parallel_files(de, en); }),
-            en + ":2: expected a sentence, got a blank line");
+  EXPECT_EQ(data_error([&] { read_parallel_files(de, en); }), en + ":2: expected a sentence, got a blank line");
   std::string blank_de = write("b.de", "eins\n\n");
   std::string en2 = write("b.en", "one\ntwo\n");
   EXPECT_EQ(data_error([&] { read_parallel_files(blank_de, en2); }),
@@ -167,8 +166,10 @@ TEST_F(ParallelTextTest, InvalidUtf8NamesFileLineAndByteColumn) {
 }
 
 TEST_F(ParallelTextTest, StripsBomAndCrlfAndAcceptsMissingFinalNewline) {
-  std::string de = write("a.de", "\xEF\xBB\xBF" "eins\r\nzwei\r\ndrei");
-  std::string en = write_gz("a.en", "\xEF\xBB\xBF" "one\ntwo\r\nthree\r\n");
+  std::string de = write("a.de", "\xEF\xBB\xBF"
+                                 "eins\r\nzwei\r\ndrei");
+  std::string en = write_gz("a.en", "\xEF\xBB\xBF"
+                                    "one\ntwo\r\nthree\r\n");
   ParallelData data = read_parallel_files(de, en);
   ASSERT_EQ(data.pairs.size(), 3u);
   EXPECT_EQ(data.pairs[0].source, "eins");
@@ -237,7 +238,9 @@ TEST_F(ParallelTextTest, CorruptOrForeignCompressionIsADataError) {
   std::string truncated = write("truncated.de", whole.substr(0, whole.size() / 2));
   EXPECT_EQ(data_error([&] { read_parallel_files(truncated, good); }),
             truncated + ": corrupt or truncated gzip data: unexpected end of file");
-  std::string xz = write("a.de.xz", std::string("\xFD" "7zXZ\0rest", 10));
+  std::string xz = write("a.de.xz", std::string("\xFD"
+                                                "7zXZ\0rest",
+                                                10));
   EXPECT_EQ(data_error([&] { read_parallel_files(xz, good); }),
             xz + ": expected plain or gzip-compressed text, got a xz-compressed file");
 }
@@ -250,7 +253,8 @@ TEST_F(ParallelTextTest, MissingFileIsAUsageError) {
 }
 
 TEST_F(ParallelTextTest, ReadsTsvWithAndWithoutHeader) {
-  std::string tsv = write("pairs.tsv", "\xEF\xBB\xBF" "Ein Hund.\tA dog.\r\nZwei Katzen.\tTwo cats.");
+  std::string tsv = write("pairs.tsv", "\xEF\xBB\xBF"
+                                       "Ein Hund.\tA dog.\r\nZwei Katzen.\tTwo cats.");
   ParallelData data = read_parallel_tsv(tsv);
   EXPECT_EQ(data.source_path, tsv);
   EXPECT_EQ(data.target_path, tsv);

@@ -33,12 +33,12 @@ TEST(GlueReader, ReadsEveryDistributionFileAsItIs) {
     bool labeled;
   };
   const Case cases[] = {
-      {"CoLA", "train.tsv", 8551, true},   {"CoLA", "dev.tsv", 1043, true},     {"CoLA", "test.tsv", 1063, false},
-      {"SST-2", "train.tsv", 67349, true}, {"SST-2", "dev.tsv", 872, true},     {"SST-2", "test.tsv", 1821, false},
-      {"MRPC", "train.tsv", 3668, true},   {"MRPC", "dev.tsv", 408, true},      {"MRPC", "test.tsv", 1725, false},
-      {"STS-B", "train.tsv", 5749, true},  {"STS-B", "dev.tsv", 1500, true},    {"STS-B", "test.tsv", 1379, false},
-      {"RTE", "train.tsv", 2490, true},    {"RTE", "dev.tsv", 277, true},       {"RTE", "test.tsv", 3000, false},
-      {"QNLI", "dev.tsv", 5463, true},     {"QNLI", "test.tsv", 5463, false},   {"WNLI", "dev.tsv", 71, true},
+      {"CoLA", "train.tsv", 8551, true},   {"CoLA", "dev.tsv", 1043, true},   {"CoLA", "test.tsv", 1063, false},
+      {"SST-2", "train.tsv", 67349, true}, {"SST-2", "dev.tsv", 872, true},   {"SST-2", "test.tsv", 1821, false},
+      {"MRPC", "train.tsv", 3668, true},   {"MRPC", "dev.tsv", 408, true},    {"MRPC", "test.tsv", 1725, false},
+      {"STS-B", "train.tsv", 5749, true},  {"STS-B", "dev.tsv", 1500, true},  {"STS-B", "test.tsv", 1379, false},
+      {"RTE", "train.tsv", 2490, true},    {"RTE", "dev.tsv", 277, true},     {"RTE", "test.tsv", 3000, false},
+      {"QNLI", "dev.tsv", 5463, true},     {"QNLI", "test.tsv", 5463, false}, {"WNLI", "dev.tsv", 71, true},
       {"WNLI", "train.tsv", 635, true},    {"WNLI", "test.tsv", 146, false},
   };
   for (const auto& c : cases) {
@@ -88,14 +88,12 @@ TEST(GlueReader, MalformedRowsNameFileLineAndProblem) {
   // More fields than the header: the row's columns would be shifted (a piece of text read as the label).
   write_text(dir + "/long.tsv", "index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n1\ta\tb\tc\tentailment\n");
   EXPECT_EQ(data_error_message([&] { read_glue(glue_task("RTE"), dir + "/long.tsv"); }),
-            dir +
-                "/long.tsv:3: expected 4 tab-separated fields for RTE as the header has, got 5 (a tab inside a "
-                "text?)");
+            dir + "/long.tsv:3: expected 4 tab-separated fields for RTE as the header has, got 5 (a tab inside a "
+                  "text?)");
   write_text(dir + "/train.tsv", "gj04\t1\t\tA sentence.\ngj04\t0\t*\tA\tsentence.\n");
   EXPECT_EQ(data_error_message([&] { read_glue(glue_task("CoLA"), dir + "/train.tsv"); }),
-            dir +
-                "/train.tsv:2: expected 4 tab-separated fields for CoLA (CoLA's source, label, mark, sentence), "
-                "got 5 (a tab inside a text?)");
+            dir + "/train.tsv:2: expected 4 tab-separated fields for CoLA (CoLA's source, label, mark, sentence), "
+                  "got 5 (a tab inside a text?)");
   write_text(dir + "/label.tsv", "sentence\tlabel\ngood movie\t1\nbad movie\tpositive\n");
   EXPECT_EQ(data_error_message([&] { read_glue(glue_task("SST-2"), dir + "/label.tsv"); }),
             dir + "/label.tsv:3: SST-2 label 'positive' is not one of {0, 1}");
@@ -144,9 +142,8 @@ TEST(SquadReader, CountsCodePointsNotBytesAndReportsBadAnswers) {
   ASSERT_EQ(data.questions.size(), 2u);
   EXPECT_EQ(data.questions[0].answers[0].byte_start, 6u);
   EXPECT_TRUE(data.questions[1].is_impossible);
-  write_text(dir + "/bad.json",
-             R"({"data":[{"title":"T","paragraphs":[{"context":"abc def","qas":[)"
-             R"({"id":"q9","question":"?","answers":[{"text":"def","answer_start":3}]}]}]}]})");
+  write_text(dir + "/bad.json", R"({"data":[{"title":"T","paragraphs":[{"context":"abc def","qas":[)"
+                                R"({"id":"q9","question":"?","answers":[{"text":"def","answer_start":3}]}]}]}]})");
   EXPECT_EQ(data_error_message([&] { read_squad(dir + "/bad.json"); }),
             dir + "/bad.json: data[0].paragraphs[0].qas[0] (id q9): answers[0]: answer_start 3 does not point at "
                   "\"def\" in the context");
@@ -156,7 +153,8 @@ TEST(SquadReader, CountsCodePointsNotBytesAndReportsBadAnswers) {
 
 TEST(TableReader, CsvHonoursQuotesCommasAndMultiLineFields) {
   std::string path = temp_dir() + "/reviews.csv";
-  write_text(path, "id,review,label\r\n1,\"great, really \"\"great\"\"\",pos\r\n2,\"two\nlines\",neg\r\n3,plain,pos\r\n");
+  write_text(path,
+             "id,review,label\r\n1,\"great, really \"\"great\"\"\",pos\r\n2,\"two\nlines\",neg\r\n3,plain,pos\r\n");
   TableOptions table;
   table.text_column = "review";
   table.id_column = "id";
@@ -182,7 +180,8 @@ TEST(TableReader, TsvByIndexAndJsonlByKey) {
   ASSERT_EQ(pairs.examples.size(), 2u);
   EXPECT_EQ(pairs.examples[1].text_b, "y");
   EXPECT_EQ(pairs.examples[1].label, "0");
-  write_text(dir + "/news.jsonl", "{\"text\": \"stocks rise\", \"label\": 2}\n\n{\"text\": \"team wins\", \"label\": 1}\n");
+  write_text(dir + "/news.jsonl",
+             "{\"text\": \"stocks rise\", \"label\": 2}\n\n{\"text\": \"team wins\", \"label\": 1}\n");
   TableOptions jsonl;
   jsonl.format = table_format_from_path(dir + "/news.jsonl");
   TaskData news = read_table(dir + "/news.jsonl", jsonl);
@@ -315,7 +314,9 @@ TEST(SquadReader, StructureProblemsNameTheJsonPath) {
   write_text(dir + "/a.json", R"({"data": [{"title": "t", "paragraphs": {"context": "x"}}]})");
   EXPECT_EQ(data_error_message([&] { read_squad(dir + "/a.json"); }),
             dir + "/a.json: data[0].paragraphs: expected an array, got object");
-  write_text(dir + "/b.json", R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "q1", "question": "?", "answers": "abc"}]}]}]})");
+  write_text(
+      dir + "/b.json",
+      R"({"data": [{"paragraphs": [{"context": "abc", "qas": [{"id": "q1", "question": "?", "answers": "abc"}]}]}]})");
   EXPECT_EQ(data_error_message([&] { read_squad(dir + "/b.json"); }),
             dir + "/b.json: data[0].paragraphs[0].qas[0] (id q1).answers: expected an array, got string");
   write_text(dir + "/c.json", R"([1, 2])");

@@ -43,8 +43,7 @@ TEST(Verbalizer, GlueDefaultsAreT5sLabelTexts) {
 }
 
 TEST(Verbalizer, OverridesAndTheirErrors) {
-  EXPECT_EQ(make_verbalizer(glue("SST-2"), {"1=great", "0=awful"}).texts,
-            (std::vector<std::string>{"awful", "great"}));
+  EXPECT_EQ(make_verbalizer(glue("SST-2"), {"1=great", "0=awful"}).texts, (std::vector<std::string>{"awful", "great"}));
   EXPECT_EQ(make_verbalizer(generic({"DESC", "HUM"}), {"HUM=a person"}).texts,
             (std::vector<std::string>{"DESC", "a person"}));
   EXPECT_EQ(testing::usage_error_message([] { make_verbalizer(glue("SST-2"), {"positive"}); }),
@@ -92,7 +91,8 @@ TEST(TextToTextExamples, SourcesEndWithEosTargetsAreTheLabelTexts) {
   EXPECT_EQ(stats.truncated_examples, 2u);  // "sst2 sentence: ..." is longer than 5 pieces
   // A label outside the task's set names the file and line.
   data.examples[1].label = "5";
-  std::string message = testing::data_error_message([&] { text_to_text_examples(data, glue("SST-2"), verbalizer, tok, 64); });
+  std::string message =
+      testing::data_error_message([&] { text_to_text_examples(data, glue("SST-2"), verbalizer, tok, 64); });
   EXPECT_EQ(message, "train.tsv:3: expected a label in {0, 1}, got '5'");
 }
 
@@ -106,7 +106,9 @@ TEST(LabelMatcher, MatchesThroughTheTokenizersNormalisation) {
   EXPECT_EQ(matcher.match(""), -1);
   EXPECT_GE(matcher.longest_target_tokens(), 1);
   // Two texts the tokenizer makes equal cannot be told apart.
-  EXPECT_NE(testing::usage_error_message([&] { eval::LabelMatcher(Verbalizer{{"Yes", "yes"}}, tok); }).find("both become 'yes'"),
+  EXPECT_NE(testing::usage_error_message([&] {
+              eval::LabelMatcher(Verbalizer{{"Yes", "yes"}}, tok);
+            }).find("both become 'yes'"),
             std::string::npos);
 }
 
@@ -118,9 +120,11 @@ TEST(ScoreGenerated, AnOutputMatchingNoLabelIsWrongAndReported) {
   split.path = "dev.tsv";
   split.metrics_task = "SST-2";
   split.data.path = "dev.tsv";
-  split.data.examples = {{"a", "x", "", "1", 2}, {"b", "x", "", "0", 3}, {"c", "x", "", "1", 4}, {"d", "x", "", "0", 5}};
+  split.data.examples = {
+      {"a", "x", "", "1", 2}, {"b", "x", "", "0", 3}, {"c", "x", "", "1", 4}, {"d", "x", "", "0", 5}};
   // Right, right, unmatched (gold 1), wrong.
-  eval::SplitPredictions out = eval::score_generated(sst2, matcher, split, {"positive", "negative", "posit", "positive"});
+  eval::SplitPredictions out =
+      eval::score_generated(sst2, matcher, split, {"positive", "negative", "posit", "positive"});
   EXPECT_EQ(out.predictions, (std::vector<std::string>{"1", "0", "posit", "1"}));
   EXPECT_EQ(out.golds, (std::vector<std::string>{"1", "0", "1", "0"}));
   EXPECT_DOUBLE_EQ(out.metrics.at("accuracy"), 0.5);

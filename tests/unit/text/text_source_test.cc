@@ -44,12 +44,11 @@ TEST(TextSource, EachInputEndsADocument) {
 
 TEST(TextSource, GutenbergKeepsOnlyTheBodyAndSplitsParagraphsIntoSentences) {
   std::string path = temp_dir() + "/book.txt";
-  write_text(path,
-             "\xEF\xBB\xBFThe Project Gutenberg eBook of Test\r\nLicence text. More licence.\r\n"
-             "*** START OF THE PROJECT GUTENBERG EBOOK TEST ***\r\n\r\n"
-             "It was a dark night. Mr. Smith walked\r\nhome slowly! Did he\r\nknow?\r\n\r\n"
-             "\"Yes,\" she said. \xE2\x80\x9CIndeed.\xE2\x80\x9D Then silence.\r\n"
-             "*** END OF THE PROJECT GUTENBERG EBOOK TEST ***\r\nMore licence. Donations.\r\n");
+  write_text(path, "\xEF\xBB\xBFThe Project Gutenberg eBook of Test\r\nLicence text. More licence.\r\n"
+                   "*** START OF THE PROJECT GUTENBERG EBOOK TEST ***\r\n\r\n"
+                   "It was a dark night. Mr. Smith walked\r\nhome slowly! Did he\r\nknow?\r\n\r\n"
+                   "\"Yes,\" she said. \xE2\x80\x9CIndeed.\xE2\x80\x9D Then silence.\r\n"
+                   "*** END OF THE PROJECT GUTENBERG EBOOK TEST ***\r\nMore licence. Donations.\r\n");
   EXPECT_EQ(render(read_all({path}, TextFormat::kGutenberg)),
             "[It was a dark night.][Mr. Smith walked home slowly!][Did he know?]"
             "[\"Yes,\" she said.][\xE2\x80\x9CIndeed.\xE2\x80\x9D][Then silence.]|");
@@ -58,9 +57,8 @@ TEST(TextSource, GutenbergKeepsOnlyTheBodyAndSplitsParagraphsIntoSentences) {
 // Older ebooks (e.g. #27942, in ../shared/data) write the markers without the space after the asterisks.
 TEST(TextSource, GutenbergMarkersWithoutTheSpace) {
   std::string path = temp_dir() + "/old.txt";
-  write_text(path,
-             "The Project Gutenberg EBook of Logic\n\n***START OF THE PROJECT GUTENBERG EBOOK LOGIC ***\n\n"
-             "All men are mortal.\n\n***END OF THE PROJECT GUTENBERG EBOOK LOGIC ***\nLicence.\n");
+  write_text(path, "The Project Gutenberg EBook of Logic\n\n***START OF THE PROJECT GUTENBERG EBOOK LOGIC ***\n\n"
+                   "All men are mortal.\n\n***END OF THE PROJECT GUTENBERG EBOOK LOGIC ***\nLicence.\n");
   EXPECT_EQ(render(read_all({path}, TextFormat::kGutenberg)), "[All men are mortal.]|");
 }
 

@@ -40,8 +40,9 @@ TEST(Tokenizer, RoundTripGivesTheNormalisedText) {
   // Lower-cased (nmt_nfkc_cf), whitespace collapsed and trimmed, full-width letters folded by NFKC.
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("  Alice   was VERY tired  ")), "alice was very tired");
   EXPECT_EQ(tokenizer.decode(tokenizer.encode("\xEF\xBC\xA1lice")), "alice");  // U+FF21 full-width A
-  for (const std::string text : {"Down the Rabbit-Hole.", "\xE2\x80\x9C Curiouser and curiouser!\xE2\x80\x9D cried Alice",
-                                 "Who are YOU?", "it\xE2\x80\x99s the Queen, isn\xE2\x80\x99t it"}) {
+  for (const std::string text :
+       {"Down the Rabbit-Hole.", "\xE2\x80\x9C Curiouser and curiouser!\xE2\x80\x9D cried Alice", "Who are YOU?",
+        "it\xE2\x80\x99s the Queen, isn\xE2\x80\x99t it"}) {
     std::string once = tokenizer.decode(tokenizer.encode(text));
     EXPECT_EQ(tokenizer.decode(tokenizer.encode(once)), once) << text;  // normalisation is idempotent
   }
@@ -66,7 +67,7 @@ TEST(Tokenizer, UnknownCharactersBecomeUnkOrBytesWithByteFallback) {
 TEST(Tokenizer, ChecksumIdentifiesTheModelFile) {
   Tokenizer tokenizer(alice_tokenizer());
   EXPECT_EQ(tokenizer.checksum().size(), 16u);
-  EXPECT_EQ(fnv1a64_hex(""), "cbf29ce484222325");  // FNV-1a 64 offset basis
+  EXPECT_EQ(fnv1a64_hex(""), "cbf29ce484222325");   // FNV-1a 64 offset basis
   EXPECT_EQ(fnv1a64_hex("a"), "af63dc4c8601ec8c");  // published FNV-1a test vector
 }
 

@@ -12,11 +12,11 @@ namespace {
 TEST(Utf8, ValidatorRejectsOverlongSurrogatesAndTruncation) {
   EXPECT_EQ(find_invalid_utf8("plain ascii"), std::string_view::npos);
   EXPECT_EQ(find_invalid_utf8("Gr\xC3\xBC\xC3\x9F Gott \xE2\x82\xAC \xF0\x9F\x98\x80"), std::string_view::npos);
-  EXPECT_EQ(find_invalid_utf8("ab\xC0\xAF"), 2u);          // overlong '/'
-  EXPECT_EQ(find_invalid_utf8("a\xED\xA0\x80"), 1u);       // surrogate U+D800
-  EXPECT_EQ(find_invalid_utf8("a\xF4\x90\x80\x80"), 1u);   // above U+10FFFF
-  EXPECT_EQ(find_invalid_utf8("abc\xE2\x82"), 3u);         // truncated at the end
-  EXPECT_EQ(find_invalid_utf8("\x80"), 0u);                // lone continuation byte
+  EXPECT_EQ(find_invalid_utf8("ab\xC0\xAF"), 2u);         // overlong '/'
+  EXPECT_EQ(find_invalid_utf8("a\xED\xA0\x80"), 1u);      // surrogate U+D800
+  EXPECT_EQ(find_invalid_utf8("a\xF4\x90\x80\x80"), 1u);  // above U+10FFFF
+  EXPECT_EQ(find_invalid_utf8("abc\xE2\x82"), 3u);        // truncated at the end
+  EXPECT_EQ(find_invalid_utf8("\x80"), 0u);               // lone continuation byte
 }
 
 TEST(Utf8, DecodesCodePointsWithTheirLengths) {

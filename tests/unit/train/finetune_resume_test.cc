@@ -61,7 +61,7 @@ class FinetuneResumeTest : public ::testing::Test {
     o.epochs = 2;
     o.batch_size = 8;  // 6 updates an epoch
     o.lr = 1e-3;
-    o.log_every = 4;   // a TRAIN window spans the epoch's stop
+    o.log_every = 4;  // a TRAIN window spans the epoch's stop
     o.max_length = 32;
     o.eval_batch_size = 16;
     return o;

@@ -158,7 +158,8 @@ TEST(FinetuneModel, MeanPoolingAveragesTheNonPaddingPositionsOfTheLastLayer) {
   TaskModel cls(tiny_config(), TaskKind::kClassification, 3, models::Pooling::kCls);
   cls->encoder = model->encoder;
   cls->head = model->head;
-  EXPECT_TRUE(torch::allclose(cls->forward(ids, segments, mask), model->head->forward(hidden.select(1, 0)), 1e-5, 1e-6));
+  EXPECT_TRUE(
+      torch::allclose(cls->forward(ids, segments, mask), model->head->forward(hidden.select(1, 0)), 1e-5, 1e-6));
   EXPECT_FALSE(torch::allclose(cls->forward(ids, segments, mask), model->forward(ids, segments, mask), 1e-3, 1e-3));
   EXPECT_EQ(models::parse_pooling("mean"), models::Pooling::kMean);
   EXPECT_STREQ(models::pooling_name(models::Pooling::kCls), "cls");

@@ -22,14 +22,18 @@ TEST(KillAndResume, EveryKillLeavesACompleteCheckpointToResumeFrom) {
   fs::remove_all(root);
   fs::create_directories(root);
   auto built = run_command(cabert_binary() + " -q build-corpus -m " + testing::alice_tokenizer() + " -i " +
-                           testing::source_dir() + "/recipes/quickstart/data/gutenberg/11-0.txt --input-format "
-                           "gutenberg --max-length 32 -o " + root + "/corpus");
+                           testing::source_dir() +
+                           "/recipes/quickstart/data/gutenberg/11-0.txt --input-format "
+                           "gutenberg --max-length 32 -o " +
+                           root + "/corpus");
   ASSERT_EQ(built.exit_code, 0) << built.err;
   const std::string model = root + "/model";
-  const std::string pretrain = cabert_binary() + " --threads 1 pretrain --preset bert-tiny-composite --set hidden_size=32"
-                               " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
-                               " --corpus " + root + "/corpus --model-dir " + model +
-                               " --batch-size 4 --eval-examples 0 --save-every 1 --keep-checkpoints 2 ";
+  const std::string pretrain =
+      cabert_binary() +
+      " --threads 1 pretrain --preset bert-tiny-composite --set hidden_size=32"
+      " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
+      " --corpus " +
+      root + "/corpus --model-dir " + model + " --batch-size 4 --eval-examples 0 --save-every 1 --keep-checkpoints 2 ";
   int64_t last = 0;
   for (int kill = 0; kill < 12; ++kill) {
     // Kill after 0.3 .. 1.4 s: at start-up, mid-step, or while a checkpoint is being written.

@@ -78,8 +78,8 @@ TEST(LabelSmoothedCrossEntropy, GradientIsSoftmaxMinusTheSmoothedTarget) {
   // d/dz [a * -log p_y + b * sum_v -log p_v] = a (p - onehot_y) + b (V p - 1) = p - q, q = b + a onehot_y.
   const int64_t V = 5, y = 3;
   const double eps = 0.1, b = eps / (V - 1), a = 1 - eps - b;
-  torch::Tensor logits = torch::tensor({{{0.3, -1.2, 2.0, 0.5, -0.7}, {1.0, 2.0, 3.0, 4.0, 5.0}}}, torch::kDouble)
-                             .requires_grad_(true);
+  torch::Tensor logits =
+      torch::tensor({{{0.3, -1.2, 2.0, 0.5, -0.7}, {1.0, 2.0, 3.0, 4.0, 5.0}}}, torch::kDouble).requires_grad_(true);
   torch::Tensor targets = torch::tensor({{y, int64_t{0}}}, torch::kInt64);  // second position is PAD
   label_smoothed_cross_entropy(logits, targets, eps).loss.backward();
   const std::vector<double> z = {0.3, -1.2, 2.0, 0.5, -0.7};

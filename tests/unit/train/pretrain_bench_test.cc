@@ -60,8 +60,8 @@ TEST(PretrainBench, DISABLED_TokensPerSecond) {
   PretrainResult result = run_pretraining(o);
   best = result.tokens_per_second;
   std::cout << o.model.name() << " " << env_or("CABERT_BENCH_OBJECTIVE", "mlm") << " batch " << o.batch_size
-            << " x 128: " << best << " tokens/s (mean over " << o.steps << " steps, threads "
-            << at::get_num_threads() << ")\n";
+            << " x 128: " << best << " tokens/s (mean over " << o.steps << " steps, threads " << at::get_num_threads()
+            << ")\n";
 }
 
 }  // namespace

@@ -138,20 +138,19 @@ TEST_P(PretrainFamily, LossFalls) {
   EXPECT_EQ(list_checkpoints(dir).size(), 1u);
 }
 
-INSTANTIATE_TEST_SUITE_P(EveryFamily, PretrainFamily,
-                         ::testing::Values(FamilyCase{"bert-tiny-absolute", Objective::kMlm},
-                                           FamilyCase{"bert-tiny-composite", Objective::kMlm},
-                                           FamilyCase{"bert-tiny-composite-depthwise", Objective::kMlm},
-                                           FamilyCase{"bert-tiny-composite-conv-qkv", Objective::kMlm},
-                                           FamilyCase{"convbert-tiny", Objective::kMlm},
-                                           FamilyCase{"convbert-tiny", Objective::kElectra},
-                                           FamilyCase{"lightconv-tiny", Objective::kMlm},
-                                           FamilyCase{"dynamicconv-tiny", Objective::kMlm}),
-                         [](const auto& info) {
-                           std::string name = info.param.preset + (info.param.objective == Objective::kMlm ? "_mlm" : "_electra");
-                           for (auto& ch : name) ch = ch == '-' ? '_' : ch;
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    EveryFamily, PretrainFamily,
+    ::testing::Values(FamilyCase{"bert-tiny-absolute", Objective::kMlm},
+                      FamilyCase{"bert-tiny-composite", Objective::kMlm},
+                      FamilyCase{"bert-tiny-composite-depthwise", Objective::kMlm},
+                      FamilyCase{"bert-tiny-composite-conv-qkv", Objective::kMlm},
+                      FamilyCase{"convbert-tiny", Objective::kMlm}, FamilyCase{"convbert-tiny", Objective::kElectra},
+                      FamilyCase{"lightconv-tiny", Objective::kMlm}, FamilyCase{"dynamicconv-tiny", Objective::kMlm}),
+    [](const auto& info) {
+      std::string name = info.param.preset + (info.param.objective == Objective::kMlm ? "_mlm" : "_electra");
+      for (auto& ch : name) ch = ch == '-' ? '_' : ch;
+      return name;
+    });
 
 void expect_same_model(const std::string& a, const std::string& b) {
   Checkpoint x = load_checkpoint(a), y = load_checkpoint(b);
@@ -486,8 +485,8 @@ TEST_F(PretrainTest, ResumeFallsBackToTheNewestCheckpointThatReadsBack) {
 
 // A corpus is input like any other: ids are checked against the model's vocabulary before an embedding
 // sees them (on any device), and every shard must come from one tokenizer.
-std::string write_shard(const std::string& path, const std::map<std::string, std::string>& metadata,
-                        int examples, int largest_id) {
+std::string write_shard(const std::string& path, const std::map<std::string, std::string>& metadata, int examples,
+                        int largest_id) {
   io::RecordWriter writer(path, "cabert.pb.PretrainingExample", metadata);
   for (int e = 0; e < examples; ++e) {
     pb::PretrainingExample example;
@@ -519,10 +518,9 @@ TEST_F(PretrainTest, ExamplesLongerThanTheModelsMaxLengthAreRefusedWithShardAndR
   o.batch_size = 4;
   o.eval_examples = 0;
   EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
-            shard +
-                ": record 1: 7 tokens, more than the model's max_length of 6 (a corpus built with a larger "
-                "--max-length: rebuild it with `cabert build-corpus --max-length 6`, or give the model --set "
-                "max_length=7 or more)");
+            shard + ": record 1: 7 tokens, more than the model's max_length of 6 (a corpus built with a larger "
+                    "--max-length: rebuild it with `cabert build-corpus --max-length 6`, or give the model --set "
+                    "max_length=7 or more)");
   o.model.set_max_length(7);
   o.model_dir = fresh("long-fits");
   o.steps = 2;
@@ -540,14 +538,16 @@ TEST_F(PretrainTest, ShardsOfTwoRunsUnderOneNameOrGivenTwiceAreRefused) {
   PretrainOptions o = tiny_options("bert-tiny-none", fresh("sets"), a0);
   o.corpus = {a0, b0, a1};
   EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
-            "--corpus: " + b0 + " and " + a0 + " are shards of two build-corpus runs under one name (3 and 2 shards; a "
-            "rebuild that left the old set?): give the shards of one run");
+            "--corpus: " + b0 + " and " + a0 +
+                " are shards of two build-corpus runs under one name (3 and 2 shards; a "
+                "rebuild that left the old set?): give the shards of one run");
   o.corpus = {a0, a1, "./" + a0.substr(a0.find_last_of('/') + 1)};
   const std::string cwd = fs::current_path().string();
   fs::current_path(dir_);
   const std::string twice = testing::usage_error_message([&] { run_pretraining(o); });
   fs::current_path(cwd);
-  EXPECT_EQ(twice, "--corpus: ./corp-00000-of-00002 is given twice (also as " + a0 + "); each shard must be given once");
+  EXPECT_EQ(twice,
+            "--corpus: ./corp-00000-of-00002 is given twice (also as " + a0 + "); each shard must be given once");
   o.corpus = {"-"};
   EXPECT_EQ(testing::usage_error_message([&] { run_pretraining(o); }),
             "--corpus -: pre-training reads its corpus more than once (the held-out examples, then every epoch), "
@@ -561,10 +561,10 @@ TEST_F(PretrainTest, ShardsOfTwoRunsUnderOneNameOrGivenTwiceAreRefused) {
 }
 
 TEST_F(PretrainTest, ShardsOfDifferentTokenizersAreRefused) {
-  const std::string a = write_shard(dir_ + "/a.cabert", {{"vocab_size", "30"}, {"tokenizer", "a.model"},
-                                                         {"tokenizer_checksum", "00aa"}}, 8, 9);
-  const std::string b = write_shard(dir_ + "/b.cabert", {{"vocab_size", "30"}, {"tokenizer", "b.model"},
-                                                         {"tokenizer_checksum", "00bb"}}, 8, 9);
+  const std::string a = write_shard(
+      dir_ + "/a.cabert", {{"vocab_size", "30"}, {"tokenizer", "a.model"}, {"tokenizer_checksum", "00aa"}}, 8, 9);
+  const std::string b = write_shard(
+      dir_ + "/b.cabert", {{"vocab_size", "30"}, {"tokenizer", "b.model"}, {"tokenizer_checksum", "00bb"}}, 8, 9);
   PretrainOptions o = tiny_options("bert-tiny-none", fresh("shards"), a);
   o.corpus = {a, b};
   EXPECT_EQ(testing::data_error_message([&] { run_pretraining(o); }),
@@ -595,7 +595,8 @@ TEST_F(PretrainTest, NonFiniteGradientSkipsTheUpdateAndStopsAfterTooManyInARow) 
   o.before_update = poison_at({3});
   PretrainResult result = run_pretraining(o);
   EXPECT_EQ(result.final_step, 3);
-  Checkpoint after_two = load_checkpoint(checkpoint_path(plain, 2)), after_three = load_checkpoint(checkpoint_path(skipped, 3));
+  Checkpoint after_two = load_checkpoint(checkpoint_path(plain, 2)),
+             after_three = load_checkpoint(checkpoint_path(skipped, 3));
   for (const auto& [name, tensor] : after_two.tensors) {
     if (name.rfind("model/", 0) == 0) {
       EXPECT_TRUE(torch::equal(tensor, after_three.tensors.at(name))) << name;
@@ -646,7 +647,8 @@ TEST_F(PretrainTest, NoCheckpointIsWrittenWithNonFiniteWeights) {
     message = e.what();
   }
   EXPECT_NE(message.find("pretrain: parameter model/"), std::string::npos) << message;
-  EXPECT_NE(message.find(" holds non-finite values at step 4; not saving a broken model"), std::string::npos) << message;
+  EXPECT_NE(message.find(" holds non-finite values at step 4; not saving a broken model"), std::string::npos)
+      << message;
   auto saved = list_checkpoints(dir);
   ASSERT_EQ(saved.size(), 1u);
   EXPECT_EQ(saved.back().first, 2);

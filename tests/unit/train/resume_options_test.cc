@@ -16,13 +16,14 @@ namespace cabert {
 namespace {
 
 TEST(ResumeOptions, OnlyOptionsThatDefineTheRunCount) {
-  const std::map<std::string, std::string> before = {
-      {"lr", "0.0003"}, {"steps", "100"}, {"threads", "2"}, {"set", ""}, {"seed", "42"}, {"old-option", "x"}};
-  const std::map<std::string, std::string> after = {
-      {"lr", "0.001"}, {"steps", "200"}, {"threads", "1"}, {"set", "dropout=0.2"}, {"seed", "42"}, {"new-option", "y"}};
+  const std::map<std::string, std::string> before = {{"lr", "0.0003"}, {"steps", "100"}, {"threads", "2"},
+                                                     {"set", ""},      {"seed", "42"},   {"old-option", "x"}};
+  const std::map<std::string, std::string> after = {{"lr", "0.001"},        {"steps", "200"}, {"threads", "1"},
+                                                    {"set", "dropout=0.2"}, {"seed", "42"},   {"new-option", "y"}};
   const auto changes = train::changed_run_options(before, after);
   ASSERT_EQ(changes.size(), 3u);
-  EXPECT_EQ(train::describe_changes(changes), "--lr 0.001 (was 0.0003), --set dropout=0.2 (was ''), --steps 200 (was 100)");
+  EXPECT_EQ(train::describe_changes(changes),
+            "--lr 0.001 (was 0.0003), --set dropout=0.2 (was ''), --steps 200 (was 100)");
 }
 
 TEST(ResumeOptions, AnotherNameOfTheSameFileIsNoChange) {
