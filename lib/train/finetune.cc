@@ -333,7 +333,7 @@ class FinetuneEpochs : public EpochLearner {
 // Where a resumed fine-tuning continues: last.cabert and the records before its position.
 struct Resume {
   bool active = false;
-  io::Checkpoint last;
+  io::Checkpoint last;  // its header and path; the tensors are read when its run starts
   pb::TrainingPosition position;
   std::vector<pb::TaskMetrics> carried;
 };
@@ -347,7 +347,10 @@ Resume find_resume(const FinetuneOptions& options, const FinetuneSetup& setup, c
     return resume;
   }
   resume.active = true;
-  resume.last = io::load_checkpoint(last_path);
+  // The header only: the run it continues reads the tensors when it starts (held for the whole fine-tuning, the
+  // model's and the optimizer's tensors would double its memory).
+  resume.last.info = io::read_checkpoint_info(last_path);
+  resume.last.path = last_path;
   eval::check_tokenizer_matches(*setup.tokenizer, resume.last.info, last_path);
   if (resume.last.info.model().SerializeAsString() != setup.config.SerializeAsString()) {
     throw UsageError(str("--resume: ", last_path,
@@ -421,7 +424,9 @@ RunOutcome train_run(RunContext& context, int run) {
   AdamW optimizer(model, adam);
   const bool continuing = context.resume.active && static_cast<int>(context.resume.position.run()) == run;
   pb::TrainingPosition position;
-  if (continuing) position = restore_resume_checkpoint(context.resume.last, model, optimizer, communicator);
+  if (continuing) {
+    position = restore_resume_checkpoint(io::load_checkpoint(context.resume.last.path), model, optimizer, communicator);
+  }
 
   RunOutcome outcome;
   const std::string run_dir = options.runs > 1 ? (fs::path(options.model_dir) / str("run-", run)).string() : "";

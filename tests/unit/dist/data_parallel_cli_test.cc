@@ -70,6 +70,20 @@ class DataParallelCli : public ::testing::Test {
     return "for i in $(seq 600); do grep -q 'objective mlm' " + err_file + " && break; sleep 0.05; done\nsleep 1\n";
   }
 
+  // `cabert finetune` of a tiny encoder on 200 SST-2 rows of the shipped sample (dev: 100), this test's data
+  // directory, `extra` options, up to "--model-dir ".
+  std::string sst2_finetune(const std::string& extra) const {
+    const std::string data = dir("data");
+    const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
+    const auto copied = run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " +
+                                    sample + "/dev.tsv > " + data + "/dev.tsv");
+    EXPECT_EQ(copied.exit_code, 0) << copied.err;
+    return cabert_binary() +
+           " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32 --set embedding_size=32"
+           " --set num_layers=1 --set num_heads=2 --set intermediate_size=64 --tokenizer " +
+           testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
+           "/dev.tsv --max-length 32 --lr 1e-3" + extra + " --model-dir ";
+  }
   static std::string root_;
 };
 std::string DataParallelCli::root_;
@@ -244,19 +258,7 @@ TEST_F(DataParallelCli, AKilledRankEndsTheJobWithAClearError) {
 
 TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank) {
   const std::string data = dir("data"), one = dir("one"), two = dir("two");
-  const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
-  ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
-                        "/dev.tsv > " + data + "/dev.tsv")
-                .exit_code,
-            0);
-  const std::string finetune =
-      cabert_binary() +
-      " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
-      " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
-      " --set dropout=0 --set attention_dropout=0 --tokenizer " +
-      testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
-      "/dev.tsv --epochs 2"
-      " --max-length 32 --lr 1e-3 --model-dir ";
+  const std::string finetune = sst2_finetune(" --set dropout=0 --set attention_dropout=0 --epochs 2");
   auto alone = run_command(finetune + one + " --batch-size 16");
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   auto spawned = run_command(finetune + two + " --batch-size 8 --nproc 2");
@@ -283,20 +285,8 @@ TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank)
 // A data-parallel fine-tuning stopped by SIGTERM (to the launcher) saves every rank's state in last.cabert and
 // continues with --resume to the uninterrupted run's weights.
 TEST_F(DataParallelCli, AFineTuningOfTwoRanksStoppedBySigtermResumesExactly) {
-  const std::string data = dir("data"), whole = dir("whole"), stopped = dir("stopped");
-  const std::string sample = testing::source_dir() + "/recipes/quickstart/data/SST-2";
-  ASSERT_EQ(run_command("head -201 " + sample + "/train.tsv > " + data + "/train.tsv && head -101 " + sample +
-                        "/dev.tsv > " + data + "/dev.tsv")
-                .exit_code,
-            0);
-  const std::string finetune =
-      cabert_binary() +
-      " --threads 1 finetune --preset bert-tiny-composite --set hidden_size=32"
-      " --set embedding_size=32 --set num_layers=1 --set num_heads=2 --set intermediate_size=64"
-      " --tokenizer " +
-      testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
-      "/dev.tsv --epochs 30 --batch-size 8 --nproc 2"
-      " --max-length 32 --lr 1e-3 --log-every 5 --model-dir ";
+  const std::string whole = dir("whole"), stopped = dir("stopped");
+  const std::string finetune = sst2_finetune(" --epochs 30 --batch-size 8 --nproc 2 --log-every 5");
   auto alone = run_command(finetune + whole);
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   auto result = bash("finetune_sigterm", finetune + stopped + " 2> " + stopped +
