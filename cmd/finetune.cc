@@ -59,6 +59,7 @@ void run_translation(FinetuneCommand& command, const CLI::App& sub) {
   if (given("--clip-norm")) t.clip_norm = o.clip_norm;
   t.max_skipped_updates = o.max_skipped_updates;
   t.log_every = o.log_every;
+  t.patience = o.patience;
   if (o.max_length > 0) t.max_source_tokens = t.max_target_tokens = o.max_length;
   t.max_train_examples = o.max_train_examples;
   t.files.read.skip_bad_rows = s.skip_bad_rows;
@@ -144,6 +145,10 @@ void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
       ->capture_default_str();
   sub->add_option("--log-every", o.log_every,
                   "Append the mean training loss of every N updates to metrics.cabert (0 = only per epoch)")
+      ->capture_default_str();
+  sub->add_option("--patience", o.patience,
+                  "Stop after N epochs without a better dev score (the first dev file's; 0 = run every epoch)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   sub->add_option("--max-length", o.max_length, "Tokens per example (default 128; SQuAD 384; capped by the model)");
   sub->add_option("--runs", o.runs, "Fine-tune N seeds (--seed, --seed+1, ...): best and mean +- SEM")

@@ -1,6 +1,7 @@
 #include "lib/eval/translation.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <numeric>
@@ -14,8 +15,11 @@ namespace cabert::eval {
 
 std::vector<std::string> translate_examples(models::Seq2SeqModel& model,
                                             const std::vector<data::Seq2SeqExample>& examples,
-                                            const text::Tokenizer& tokenizer, const TranslateOptions& options) {
+                                            const text::Tokenizer& tokenizer, const TranslateOptions& options,
+                                            DecodingCost* cost) {
   generate::check_options(options.search);
+  const auto started = std::chrono::steady_clock::now();
+  int64_t generated_tokens = 0;
   const int64_t beams = options.search.beam_size;
   std::vector<size_t> order(examples.size());
   std::iota(order.begin(), order.end(), 0);
@@ -42,6 +46,7 @@ std::vector<std::string> translate_examples(models::Seq2SeqModel& model,
     std::vector<generate::Hypothesis> best =
         generate::generate_batch(model, batch.source.to(options.device), batch.source_mask.to(options.device), search);
     for (size_t r = 0; r < rows.size(); ++r) {
+      generated_tokens += static_cast<int64_t>(best[r].tokens.size());
       std::vector<int> ids;
       for (int64_t token : best[r].tokens) {
         if (token != search.eos_id) ids.push_back(static_cast<int>(token));
@@ -53,6 +58,10 @@ std::vector<std::string> translate_examples(models::Seq2SeqModel& model,
     begin = end;
   }
   if (progress) progress->finish();
+  if (cost) {
+    cost->generated_tokens = generated_tokens;
+    cost->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  }
   return hypotheses;
 }
 

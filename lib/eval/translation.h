@@ -30,10 +30,20 @@ struct TranslateOptions {
   bool show_progress = true;
 };
 
-// One detokenised hypothesis per example, in the order of `examples`.
+// What a translation of a split cost: the tokens generated (each hypothesis's, its EOS included) and the wall
+// seconds of the search (batching, encoding and decoding; not the scoring).
+struct DecodingCost {
+  int64_t generated_tokens = 0;
+  double seconds = 0;
+  double tokens_per_second() const { return seconds > 0 ? static_cast<double>(generated_tokens) / seconds : 0; }
+};
+
+// One detokenised hypothesis per example, in the order of `examples`; `cost`, when given, receives what the
+// decoding cost.
 std::vector<std::string> translate_examples(models::Seq2SeqModel& model,
                                             const std::vector<data::Seq2SeqExample>& examples,
-                                            const text::Tokenizer& tokenizer, const TranslateOptions& options);
+                                            const text::Tokenizer& tokenizer, const TranslateOptions& options,
+                                            DecodingCost* cost = nullptr);
 
 struct TranslationScores {
   BleuResult bleu;

@@ -59,7 +59,7 @@ NamedFigure phase_figure(const std::string& phase,
 }  // namespace
 
 std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
-  Curves training, tasks;
+  Curves training, tasks, by_update;
   std::vector<std::string> models;  // named in the titles, in the order of the runs (and of the legend)
   for (const auto& run : runs) {
     io::RecordReader reader(run.path);
@@ -90,6 +90,8 @@ std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
         const std::string series = last_run > 0 ? str(label, " run ", epoch.run() + 1) : label;
         add_point(tasks, "dev", str(epoch.task(), " dev score"), series, epoch.epoch(), epoch.score());
         add_point(tasks, "dev", str(epoch.task(), " train loss"), series, epoch.epoch(), epoch.train_loss());
+        add_point(by_update, "dev_by_update", str(epoch.task(), " dev score"), series,
+                  static_cast<double>(epoch.step()), epoch.score());
       }
     } else {
       throw DataError(str(run.path, ": expected training metrics (metrics.cabert of pretrain or finetune), got ",
@@ -105,6 +107,11 @@ std::vector<NamedFigure> curve_figures(const std::vector<MetricsRun>& runs) {
   for (const auto& [phase, values] : tasks) {
     figures.push_back(
         phase_figure(phase, values, "epoch", str("fine-tuning: dev score and training loss per epoch", names)));
+  }
+  // The same dev scores against optimizer updates: runs whose epochs differ in updates (token budgets, batch
+  // sizes) compare on the axis their learning-rate schedules share.
+  for (const auto& [phase, values] : by_update) {
+    figures.push_back(phase_figure(phase, values, "update", str("fine-tuning: dev score per update", names)));
   }
   return figures;
 }

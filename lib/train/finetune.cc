@@ -452,6 +452,7 @@ RunOutcome train_run(RunContext& context, int run) {
   epoch_settings.seed = seed;
   epoch_settings.order = EpochOrder::kCarried;
   epoch_settings.log_every = options.log_every;
+  epoch_settings.patience = options.patience;
   epoch_settings.progress_title =
       str("finetune ", setup.task.definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "");
   epoch_settings.last_path = context.last_path;

@@ -55,6 +55,7 @@ struct FinetuneOptions {
   double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int64_t log_every = 10;           // a TRAIN record (mean loss of the interval) every this many updates; 0 = none
+  int patience = 0;                 // stop after this many epochs without a better dev score; 0 = every epoch
   int max_length = 0;               // 0 = 128 (384 for SQuAD), capped by a model with absolute positions
   int runs = 1;
   uint64_t seed = 42;

@@ -189,6 +189,7 @@ void EpochLoop::train_epoch(const std::vector<size_t>& order) {
                   position_.loss_sum() / static_cast<double>(position_.batch()), report.lr,
                   human_count(static_cast<double>(tokens) / std::max(seconds, 1e-9)).c_str());
     progress.update(position_.batch(), extra);
+    epoch_tokens_per_second_ = static_cast<double>(tokens) / std::max(seconds, 1e-9);
     if (settings_.after_step) settings_.after_step(report.update);
     if (const int signal = stop_signal(communicator_); signal != 0) {
       save_last();
@@ -214,6 +215,9 @@ void EpochLoop::finish_epoch(EpochRunResult& result) {
     record.set_step(position_.update());
     record.set_train_loss(train_loss);
     record.set_seconds(settings_.seconds());
+    // The epoch's training speed (the loss's tokens per wall second; of the part since a resume when the
+    // epoch was resumed): a timing, so it differs from run to run, unlike every other field here.
+    (*record.mutable_metrics())["train_tokens_per_second"] = epoch_tokens_per_second_;
     settings_.append_metrics(record);
   }
   if (std::isnan(records.front().score())) {
@@ -238,9 +242,23 @@ void EpochLoop::finish_epoch(EpochRunResult& result) {
   save_last();
 }
 
+// Early stopping: `patience` whole epochs have passed since the best one. The best epoch and the next epoch
+// are both in the position, so a resumed run stops where the uninterrupted one would have.
+bool EpochLoop::out_of_patience() const {
+  if (settings_.patience <= 0 || position_.best_epoch() == 0) return false;
+  const int64_t last_epoch = static_cast<int64_t>(position_.epoch()) - 1;
+  return last_epoch - static_cast<int64_t>(position_.best_epoch()) >= settings_.patience;
+}
+
 EpochRunResult EpochLoop::run() {
   EpochRunResult result;
   while (static_cast<int>(position_.epoch()) <= settings_.epochs) {
+    if (out_of_patience()) {
+      result.stopped_early = true;
+      log_info(settings_.job, ": stopping after epoch ", position_.epoch() - 1, ": no better dev score in ",
+               settings_.patience, " epochs since epoch ", position_.best_epoch(), " (--patience)");
+      break;
+    }
     train_epoch(
         epoch_order(learner_.order_size(), settings_.seed, static_cast<int>(position_.epoch()), settings_.order));
     finish_epoch(result);

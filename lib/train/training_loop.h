@@ -155,6 +155,7 @@ struct EpochSettings {
   uint64_t seed = 42;  // the epoch orders' (and the run's)
   EpochOrder order = EpochOrder::kFresh;
   int64_t log_every = 10;      // a TRAIN record (mean loss of the interval) every this many updates; 0: none
+  int patience = 0;            // stop after this many epochs without a better dev score (0: every epoch)
   std::string progress_title;  // "finetune SST-2", "translation"
   std::string last_path;       // last.cabert
   std::function<void(int64_t update)> after_step;  // tests
@@ -166,6 +167,7 @@ struct EpochRunResult {
   std::vector<pb::TaskMetrics> epochs;  // the EPOCH records of the epochs this call ran (first dev file's)
   std::vector<pb::TaskMetrics> best;    // the best epoch's records (also one carried from before a resume)
   int last_epoch = 0;                   // the last whole epoch
+  bool stopped_early = false;           // --patience ended the run before its last epoch
 };
 
 class EpochLoop {
@@ -183,6 +185,7 @@ class EpochLoop {
   void finish_epoch(EpochRunResult& result);
   void save_last();
   void append_train_record();
+  bool out_of_patience() const;
 
   EpochLearner& learner_;
   UpdateStep& step_;
@@ -192,6 +195,7 @@ class EpochLoop {
   dist::Communicator& communicator_;
   pb::TrainingPosition position_;
   std::vector<pb::TaskMetrics> best_;
+  double epoch_tokens_per_second_ = 0;  // of the epoch train_epoch ran last
 };
 
 // last.cabert: `info` (the learner's header) with the position and every rank's generator state, the model's

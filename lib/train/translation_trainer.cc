@@ -453,6 +453,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   epoch_settings.seed = options.seed;
   epoch_settings.order = EpochOrder::kFresh;
   epoch_settings.log_every = options.log_every;
+  epoch_settings.patience = options.patience;
   epoch_settings.progress_title = "translation";
   epoch_settings.last_path = last_path;
   epoch_settings.after_step = options.after_step;

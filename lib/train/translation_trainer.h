@@ -42,6 +42,7 @@ struct TranslationTrainOptions {
   double weight_decay = 1e-4, clip_norm = 0;
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int64_t log_every = 10;           // a TRAIN metrics record (mean loss) every this many updates; 0 = none
+  int patience = 0;                 // stop after this many epochs without a better dev BLEU; 0 = every epoch
   double label_smoothing = -1;      // -1: the config's
   int max_source_tokens = 256, max_target_tokens = 256;
   int average_last = 0;                                   // average the last N epochs' parameters (0/1: off)

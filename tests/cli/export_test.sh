@@ -54,7 +54,7 @@ grep -q '"objective": "none"' "$work/ft-hf/config.json" || fail "the fine-tuned 
 "$CABERT" -q export --metrics "$work/pt/metrics.cabert" "$work/ft/metrics.cabert" --labels pretrain finetune \
   --pictures "$work/pics"
 for picture in attention_layer0 attention_layer1 conv_kernels_layer0 conv_kernels_layer1 attention_by_offset \
-               curves_train curves_dev; do
+               curves_train curves_dev curves_dev_by_update; do
   [ "$(head -c 8 "$work/pics/$picture.png" | od -An -tx1 | tr -d ' ')" = "89504e470d0a1a0a" ] ||
     fail "$picture.png is not a PNG: $(ls "$work/pics")"
 done

@@ -224,17 +224,28 @@ TEST(Pictures, CurvesOverlayRunsAndRefuseOtherFiles) {
       record.set_epoch(epoch);
       record.set_score(70 + epoch + run);
       record.set_train_loss(0.5);
+      record.set_step(epoch * (10 + run));  // the runs' epochs hold 10 and 11 updates
       writer.write(record);
     }
   }
   writer.close();
   auto dev = curve_figures({{dir + "/ft.cabert", "ft"}});
-  ASSERT_EQ(dev.size(), 1u);
+  ASSERT_EQ(dev.size(), 2u);
+  EXPECT_EQ(dev[0].file, "curves_dev.png");
   const auto& score = std::get<plot::LineChart>(dev[0].figure.panels[0].content);
   EXPECT_EQ(dev[0].figure.panels[0].title, "SST-2 dev score");
   ASSERT_EQ(score.series.size(), 2u);
   EXPECT_EQ(score.series[1].label, "ft run 2");
+  EXPECT_EQ(score.series[1].x, (std::vector<double>{1, 2, 3}));
   EXPECT_EQ(score.series[1].y, (std::vector<double>{72, 73, 74}));
+  // The same scores against the update that ended each epoch.
+  EXPECT_EQ(dev[1].file, "curves_dev_by_update.png");
+  ASSERT_EQ(dev[1].figure.panels.size(), 1u);
+  const auto& by_update = std::get<plot::LineChart>(dev[1].figure.panels[0].content);
+  EXPECT_EQ(by_update.x_label, "update");
+  ASSERT_EQ(by_update.series.size(), 2u);
+  EXPECT_EQ(by_update.series[1].x, (std::vector<double>{11, 22, 33}));
+  EXPECT_EQ(by_update.series[1].y, (std::vector<double>{72, 73, 74}));
 
   io::RecordWriter other(dir + "/corpus.cabert", "cabert.pb.PretrainingExample");
   other.close();

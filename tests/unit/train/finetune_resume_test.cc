@@ -106,13 +106,17 @@ void expect_same_weights(const std::string& a, const std::string& b) {
   EXPECT_GT(compared, 0u);
 }
 
-// Two records equal but for the wall clock, the model's name and its directory (metrics compared as maps: a
-// protobuf map serialises in any order).
+// Two records equal but for the wall clock (the seconds and the training speed), the model's name and its
+// directory (metrics compared as maps: a protobuf map serialises in any order).
 void expect_same_record(pb::TaskMetrics x, pb::TaskMetrics y, const std::string& what) {
   for (auto* record : {&x, &y}) {
     record->clear_seconds();
     record->clear_checkpoint();
     record->clear_model();
+    if (record->kind() == pb::TaskMetrics::EPOCH || record->kind() == pb::TaskMetrics::BEST_OF_RUN) {
+      EXPECT_GT(record->metrics().count("train_tokens_per_second"), 0u) << what;
+    }
+    record->mutable_metrics()->erase("train_tokens_per_second");
   }
   const std::map<std::string, double> x_metrics(x.metrics().begin(), x.metrics().end());
   const std::map<std::string, double> y_metrics(y.metrics().begin(), y.metrics().end());
@@ -189,6 +193,58 @@ TEST_F(FinetuneResumeTest, ResumeWithoutLastStartsAfreshAndAFinishedRunTrainsNot
   EXPECT_EQ(io::read_checkpoint_info(o.model_dir + "/last.cabert").position().epoch(), 2u);
   EXPECT_NE(io::read_checkpoint_info(o.model_dir + "/last.cabert").metadata().at("task").find("captions"),
             std::string::npos);
+}
+
+// The epochs' dev scores of the first run, from its EPOCH records.
+std::vector<double> epoch_scores(const std::string& metrics_path) {
+  std::vector<double> scores;
+  for (const auto& r : testing::read_records<pb::TaskMetrics>(metrics_path, "cabert.pb.TaskMetrics")) {
+    if (r.kind() == pb::TaskMetrics::EPOCH && r.run() == 0) scores.push_back(r.score());
+  }
+  return scores;
+}
+
+// --patience P: the run ends after the first epoch e that comes P epochs after the best one so far (a score
+// equal to the best is no improvement), or after its last epoch. Recomputed here from the records.
+size_t epochs_patience_allows(const std::vector<double>& scores, int patience, size_t epochs) {
+  size_t best = 1;
+  for (size_t e = 1; e <= scores.size(); ++e) {
+    if (e > 1 && scores[e - 1] > scores[best - 1]) best = e;
+    if (e - best >= static_cast<size_t>(patience)) return e;
+  }
+  return epochs;
+}
+
+TEST_F(FinetuneResumeTest, PatienceStopsWhenTheDevScoreHasNotImprovedAndResumesToTheSameStop) {
+  // A learning rate too small to change a prediction: every epoch scores as the first, so patience 2 stops
+  // the 6-epoch run after epoch 3, and a run stopped inside epoch 3 resumes to the same end.
+  FinetuneOptions flat = options("patience_flat", "bert-tiny-absolute");
+  flat.epochs = 6;
+  flat.patience = 2;
+  flat.lr = 1e-12;
+  run_finetune(flat, source());
+  const std::vector<double> scores = epoch_scores(flat.model_dir + "/metrics.cabert");
+  ASSERT_EQ(scores.size(), 3u);
+  EXPECT_EQ(scores[1], scores[0]);
+  EXPECT_EQ(scores[2], scores[0]);
+  EXPECT_EQ(io::read_checkpoint_info(flat.model_dir + "/last.cabert").position().best_epoch(), 1u);
+
+  FinetuneOptions stopped = options("patience_stopped", "bert-tiny-absolute");
+  stopped.epochs = 6;
+  stopped.patience = 2;
+  stopped.lr = 1e-12;
+  stop_after(stopped, 0, 14);  // 6 updates an epoch: inside epoch 3
+  run_finetune(stopped, source());
+  expect_same_records(flat.model_dir + "/metrics.cabert", stopped.model_dir + "/metrics.cabert");
+  expect_same_weights(flat.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
+
+  // A learning rate that learns: the epochs run are the ones the rule allows for the scores it saw.
+  FinetuneOptions learning = options("patience_learning", "bert-tiny-absolute");
+  learning.epochs = 5;
+  learning.patience = 1;
+  run_finetune(learning, source());
+  const std::vector<double> learned = epoch_scores(learning.model_dir + "/metrics.cabert");
+  EXPECT_EQ(learned.size(), epochs_patience_allows(learned, 1, 5));
 }
 
 }  // namespace
