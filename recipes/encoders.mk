@@ -34,6 +34,11 @@ POOLING ?= cls
 THREADS ?= $(if $(filter -j%,$(MAKEFLAGS)),$(if $(filter -j1,$(MAKEFLAGS)),0,1),0)
 DEVICE ?= cpu
 RUN = $(CABERT) --threads $(THREADS)
+# LAUNCH prefixes the training commands (pretrain, finetune) and nothing else, so that a cluster starts them
+# data-parallel as they are: `make paper LAUNCH="torchrun --nproc-per-node 8 --no-python"` (docs/training.md,
+# "Data parallelism"). Tokenizing, building the corpus and the table run as one process. Default: empty.
+LAUNCH ?=
+TRAIN = $(LAUNCH) $(RUN)
 
 row_preset = $(PRESET_$(1))
 row_sets = $(SIZE_SETS) $(SETS_$(1))
@@ -58,7 +63,7 @@ $(D)/corpus.done: $(D)/spm.model
 define PRETRAIN_RULE
 $(D)/pt/$(1)/final.cabert: $(D)/corpus.done
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$$(RUN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
+	$$(TRAIN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
 	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
 	  --batch-size $(BATCH) --lr $(PT_LR) --warmup-steps $(WARMUP) --eval-every $(EVAL_EVERY) \
 	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log && \
@@ -77,7 +82,7 @@ NEEDS_raw = $(D)/spm.model
 define FINETUNE_RULE
 $(D)/ft/$(1)/$(3)/metrics.cabert: $(call NEEDS_$(2),$(1))
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$$(RUN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
+	$$(TRAIN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
 	  --device $(DEVICE) \

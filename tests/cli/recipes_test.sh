@@ -12,6 +12,31 @@ else
 fi
 run_make() { make --no-print-directory -C "$recipes/$1" CABERT="$CABERT" OUT="$work/$1" THREADS=1 "${@:2}"; }
 
+# Every paper target takes a launcher prefix: `make -n paper LAUNCH=...` shows it in front of each training command
+# (pretrain, finetune) and of nothing else (tokenize, build-corpus, evaluate, inspect run as one process).
+launch="torchrun --nproc-per-node 8 --no-python"
+for recipe in chang2021 convbert2020 tay2021 wu2019; do
+  make --no-print-directory -n -C "$recipes/$recipe" paper CABERT="$CABERT" OUT="$work/dry-$recipe" \
+    LAUNCH="$launch" > "$work/dry-$recipe.txt" 2>&1 || fail "$recipe: make -n paper failed: $(tail -n 5 "$work/dry-$recipe.txt")"
+  # One line per cabert command: "PREFIX|subcommand".
+  grep -oE "($launch )?$CABERT( --threads [0-9]+)?( -q)? [a-z-]+" "$work/dry-$recipe.txt" |
+    sed -E "s#^(.*)$CABERT( --threads [0-9]+)?( -q)? ([a-z-]+)\$#\1|\4#" > "$work/dry-$recipe.commands"
+  if grep -Eq "^\|(pretrain|finetune)\$" "$work/dry-$recipe.commands"; then
+    fail "$recipe: a training command of make paper lacks LAUNCH: $(grep -E '^\|(pretrain|finetune)' "$work/dry-$recipe.commands" | head -n 3)"
+  fi
+  grep -Eq "^$launch \|(pretrain|finetune)\$" "$work/dry-$recipe.commands" ||
+    fail "$recipe: make paper shows no training command with LAUNCH: $(head -n 5 "$work/dry-$recipe.commands")"
+  if grep -Ev "^\|" "$work/dry-$recipe.commands" | grep -Evq "^$launch \|(pretrain|finetune)\$"; then
+    fail "$recipe: LAUNCH prefixes a command that does not train: $(grep -Ev '^\|' "$work/dry-$recipe.commands" | grep -Ev '(pretrain|finetune)$' | head -n 3)"
+  fi
+  grep -Eq "^\|(tokenize|evaluate)\$" "$work/dry-$recipe.commands" ||
+    fail "$recipe: make -n paper shows no tokenize/evaluate command: $(sort -u "$work/dry-$recipe.commands")"
+  if make --no-print-directory -n -C "$recipes/$recipe" paper CABERT="$CABERT" OUT="$work/dry-$recipe" 2>&1 |
+    grep -q torchrun; then
+    fail "$recipe: make paper without LAUNCH names torchrun"
+  fi
+done
+
 check_table() {  # recipe, rows...
   local recipe=$1; shift
   local table="$work/$recipe/smoke/table.md"
