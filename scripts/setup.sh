@@ -47,6 +47,15 @@ if ! "$venv/bin/python" -c "import safetensors, numpy, transformers, tensorboard
   echo "setup: installing safetensors, numpy, transformers and tensorboard into $venv (test cross-checks)" >&2
   "$venv/bin/pip" install --quiet "safetensors==0.8.0" numpy "transformers==5.23.0" "tensorboard==2.21.0"
 fi
+# fairseq 0.12.2's source distribution, which tests/cli/fairseq_parity_test.sh imports modules from at test time
+# (never installed, never copied into the project; the test skips without it). --no-build-isolation: pip reads
+# the sdist's metadata with the venv's torch instead of installing fairseq's build requirements.
+fairseq_sdist="$build/fairseq-sdist/fairseq-0.12.2.tar.gz"
+if [ ! -s "$fairseq_sdist" ]; then
+  echo "setup: fetching fairseq 0.12.2's sdist into $(dirname "$fairseq_sdist") (the fairseq parity test)" >&2
+  "$venv/bin/pip" download --quiet fairseq==0.12.2 --no-deps --no-binary :all: --no-build-isolation \
+    -d "$(dirname "$fairseq_sdist")" >&2 || echo "setup: no fairseq sdist (offline?); its parity test will skip" >&2
+fi
 
 # CABERT_SETUP_BUILD=0: packages and .venv only (scripts/sanitize.sh and scripts/fuzz.sh build elsewhere).
 [ "${CABERT_SETUP_BUILD:-1}" = 1 ] || exit 0

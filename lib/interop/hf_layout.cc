@@ -127,6 +127,9 @@ HfTarget hf_target(const pb::ModelConfig& config, ModelHead head) {
   }
   if (config.normalize_mixer_output())
     return {HfFamily::kNone, "Tay et al.'s X + LN(Mix(X)) blocks exist only in cabert"};
+  if (config.ffn_activation() != pb::GELU) {
+    return {HfFamily::kNone, "the FFN activation is ReLU (ffn_activation RELU); the exported classes' configs are GELU's"};
+  }
   if (config.family() == pb::BERT) {
     if (!only_absolute_positions(config.attention())) {
       return {HfFamily::kNone, str("the attention variant '", config.attention().variant(),

@@ -6,7 +6,7 @@ namespace cabert::models {
 
 DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const std::string& mixer_name,
                                    const DecoderLayerSizes& sizes)
-    : normalize_mixer_output(sizes.normalize_mixer_output) {
+    : normalize_mixer_output(sizes.normalize_mixer_output), normalize_before(sizes.normalize_before) {
   if (!decoder_mixer->decodes_incrementally()) {
     throw UsageError(str("decoder layer: expected a causal mixer, got ", decoder_mixer->name(),
                          " (a decoder must not see later target tokens)"));
@@ -19,21 +19,35 @@ DecoderLayerImpl::DecoderLayerImpl(std::shared_ptr<Mixer> decoder_mixer, const s
   cross_attention = register_module("cross_attention", CrossAttention(H, sizes.heads, sizes.attention_dropout));
   cross_output = register_module("cross_output", torch::nn::Linear(H, H));
   cross_norm = register_module("cross_norm", norm());
-  ffn = register_module("ffn", FeedForward(H, sizes.intermediate, 1));
+  ffn = register_module("ffn", FeedForward(H, sizes.intermediate, 1, sizes.ffn_activation));
   ffn_norm = register_module("ffn_norm", norm());
   dropout = register_module("dropout", Dropout(sizes.dropout));
 }
 
-torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& target_mask,
-                                        const torch::Tensor& memory, const torch::Tensor& memory_mask) {
-  torch::Tensor h = mixer_residual(x, mixer->forward(x, target_mask));
-  torch::Tensor c = cross_norm(h + dropout(cross_output(cross_attention(h, memory, memory_mask))));
+template <typename Mix>
+torch::Tensor DecoderLayerImpl::mixer_sublayer(const torch::Tensor& x, Mix&& mix) {
+  if (normalize_before) return x + dropout(output(mix(mixer_norm(x))));
+  torch::Tensor projected = dropout(output(mix(x)));
+  return normalize_mixer_output ? x + mixer_norm(projected) : mixer_norm(x + projected);
+}
+
+template <typename Attend>
+torch::Tensor DecoderLayerImpl::cross_sublayer(const torch::Tensor& h, Attend&& attend) {
+  if (normalize_before) return h + dropout(cross_output(attend(cross_norm(h))));
+  return cross_norm(h + dropout(cross_output(attend(h))));
+}
+
+torch::Tensor DecoderLayerImpl::ffn_sublayer(const torch::Tensor& c) {
+  if (normalize_before) return c + dropout(ffn(ffn_norm(c)));
   return ffn_norm(c + dropout(ffn(c)));
 }
 
-torch::Tensor DecoderLayerImpl::mixer_residual(const torch::Tensor& x, const torch::Tensor& mixed) {
-  torch::Tensor projected = dropout(output(mixed));
-  return normalize_mixer_output ? x + mixer_norm(projected) : mixer_norm(x + projected);
+torch::Tensor DecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& target_mask,
+                                        const torch::Tensor& memory, const torch::Tensor& memory_mask) {
+  torch::Tensor h = mixer_sublayer(x, [&](const torch::Tensor& in) { return mixer->forward(in, target_mask); });
+  torch::Tensor c = cross_sublayer(
+      h, [&](const torch::Tensor& in) { return cross_attention(in, memory, memory_mask); });
+  return ffn_sublayer(c);
 }
 
 void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerState& state) {
@@ -43,9 +57,10 @@ void DecoderLayerImpl::start_decoding(const torch::Tensor& memory, DecoderLayerS
 
 torch::Tensor DecoderLayerImpl::forward_step(const torch::Tensor& x_t, const torch::Tensor& memory_mask,
                                              DecoderLayerState& state) {
-  torch::Tensor h = mixer_residual(x_t, mixer->forward_step(x_t, state.self));
-  torch::Tensor c = cross_norm(h + dropout(cross_output(cross_attention->forward_step(h, memory_mask, state.cross))));
-  return ffn_norm(c + dropout(ffn(c)));
+  torch::Tensor h = mixer_sublayer(x_t, [&](const torch::Tensor& in) { return mixer->forward_step(in, state.self); });
+  torch::Tensor c = cross_sublayer(
+      h, [&](const torch::Tensor& in) { return cross_attention->forward_step(in, memory_mask, state.cross); });
+  return ffn_sublayer(c);
 }
 
 }  // namespace cabert::models

@@ -3,8 +3,10 @@
 //   h = LN(x + Drop(Out(Mix(x))))                    Mix: a causal mixer (conv block or causal attention)
 //   c = LN(h + Drop(CrossOut(CrossAttn(h, memory))))  encoder-decoder attention over the source
 //   y = LN(c + Drop(FFN(c)))
-// (Tay et al.'s blocks, normalize_mixer_output: h = x + LN(Drop(Out(Mix(x))))), and the same one position at a
-// time for generation, with the mixer's state and the cached source.
+// (Tay et al.'s blocks, normalize_mixer_output: h = x + LN(Drop(Out(Mix(x))))), or pre-LN with normalize_before
+// (fairseq's normalize_before=true, the same LayerNorm modules):
+//   h = x + Drop(Out(Mix(LN(x)))),  c = h + Drop(CrossOut(CrossAttn(LN(h), memory))),  y = c + Drop(FFN(LN(c)))
+// and the same one position at a time for generation, with the mixer's state and the cached source.
 #pragma once
 
 #include <torch/torch.h>
@@ -23,6 +25,8 @@ struct DecoderLayerSizes {
   int64_t hidden = 0, heads = 0, intermediate = 0;
   double dropout = 0, attention_dropout = 0, layer_norm_eps = 1e-5;
   bool normalize_mixer_output = false;  // Tay et al.: h = x + LN(Drop(Out(Mix(x))))
+  bool normalize_before = false;        // pre-LN sublayers (overrides normalize_mixer_output)
+  pb::FfnActivation ffn_activation = pb::GELU;
 };
 
 // The state one layer keeps while decoding: its mixer's (conv inputs or self-attention K/V) and the
@@ -53,10 +57,15 @@ class DecoderLayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm mixer_norm{nullptr}, cross_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
   Dropout dropout{nullptr};
-  bool normalize_mixer_output;
+  bool normalize_mixer_output, normalize_before;
 
  private:
-  torch::Tensor mixer_residual(const torch::Tensor& x, const torch::Tensor& mixed);
+  // The mixer sublayer around `mix` (the mixer's forward or forward_step on the input it is given).
+  template <typename Mix>
+  torch::Tensor mixer_sublayer(const torch::Tensor& x, Mix&& mix);
+  template <typename Attend>
+  torch::Tensor cross_sublayer(const torch::Tensor& h, Attend&& attend);
+  torch::Tensor ffn_sublayer(const torch::Tensor& c);
 };
 TORCH_MODULE(DecoderLayer);
 

@@ -5,7 +5,7 @@
 namespace cabert::models {
 
 EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_index)
-    : normalize_mixer_output(config.normalize_mixer_output()) {
+    : normalize_mixer_output(config.normalize_mixer_output()), normalize_before(config.seq2seq().normalize_before()) {
   const int64_t H = config.hidden_size();
   const MixerFamily& family = mixer_family(config.family());
   mixer = register_module(family.module_name, family.build(config, layer_index));
@@ -13,12 +13,16 @@ EncoderLayerImpl::EncoderLayerImpl(const pb::ModelConfig& config, int64_t layer_
   output = register_module("output", torch::nn::Linear(mixer->output_size(), H));
   attention_norm = register_module("attention_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
   const int64_t groups = family.feed_forward_groups ? family.feed_forward_groups(config) : 1;
-  ffn = register_module("ffn", FeedForward(H, config.intermediate_size(), groups));
+  ffn = register_module("ffn", FeedForward(H, config.intermediate_size(), groups, config.ffn_activation()));
   ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({H}).eps(eps)));
   dropout = register_module("dropout", Dropout(config.dropout()));
 }
 
 torch::Tensor EncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mask) {
+  if (normalize_before) {
+    torch::Tensor h = x + dropout(output(mixer->forward(attention_norm(x), mask)));
+    return h + dropout(ffn(ffn_norm(h)));
+  }
   torch::Tensor mixed = dropout(output(mixer->forward(x, mask)));
   torch::Tensor h = normalize_mixer_output ? x + attention_norm(mixed) : attention_norm(x + mixed);
   return ffn_norm(h + dropout(ffn(h)));

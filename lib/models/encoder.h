@@ -1,6 +1,9 @@
 // The encoder every paper variant shares: embeddings (+ Linear E->H when E != H) and post-LN layers
 //   h = LN(x + Drop(Out(Mix(x)))),  y = LN(h + Drop(FFN(h)))
-// (Tay et al.'s blocks, config.normalize_mixer_output: h = x + LN(Drop(Out(Mix(x)))), y as above)
+// (Tay et al.'s blocks, config.normalize_mixer_output: h = x + LN(Drop(Out(Mix(x)))), y as above), or, in an
+// encoder-decoder with seq2seq.normalize_before (fairseq's --encoder-normalize-before), pre-LN layers
+//   h = x + Drop(Out(Mix(LN(x)))),  y = h + Drop(FFN(LN(h)))
+// with the same LayerNorm modules (the encoder-decoder adds the final LayerNorm of the stack).
 // where Mix is the family's token mixer (lib/models/mixer.h), built from the explicit table in
 // mixer_registry.cc: BERT self-attention (any Chang et al. variant), ConvBERT mixed attention or a Wu et al.
 // conv block, chosen by config.family. The encoder itself knows no family.
@@ -26,7 +29,7 @@ class EncoderLayerImpl : public torch::nn::Module {
   torch::nn::LayerNorm attention_norm{nullptr}, ffn_norm{nullptr};
   FeedForward ffn{nullptr};
   Dropout dropout{nullptr};
-  bool normalize_mixer_output;
+  bool normalize_mixer_output, normalize_before;
 };
 TORCH_MODULE(EncoderLayer);
 

@@ -44,7 +44,9 @@ torch::Tensor GroupedLinearImpl::forward(const torch::Tensor& x) {
   return (y + bias).view(sizes);
 }
 
-FeedForwardImpl::FeedForwardImpl(int64_t hidden, int64_t intermediate, int64_t groups) {
+FeedForwardImpl::FeedForwardImpl(int64_t hidden, int64_t intermediate, int64_t groups,
+                                 pb::FfnActivation activation_)
+    : activation(activation_) {
   if (groups > 1) {
     grouped_in = register_module("grouped_in", GroupedLinear(hidden, intermediate, groups));
     grouped_out = register_module("grouped_out", GroupedLinear(intermediate, hidden, groups));
@@ -55,8 +57,12 @@ FeedForwardImpl::FeedForwardImpl(int64_t hidden, int64_t intermediate, int64_t g
 }
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
-  if (grouped_in) return grouped_out(torch::gelu(grouped_in(x)));
-  return out(torch::gelu(in(x)));
+  if (grouped_in) return grouped_out(activate(grouped_in(x)));
+  return out(activate(in(x)));
+}
+
+torch::Tensor FeedForwardImpl::activate(const torch::Tensor& x) const {
+  return activation == pb::RELU ? torch::relu(x) : torch::gelu(x);
 }
 
 SeparableConvImpl::SeparableConvImpl(int64_t in, int64_t out, int64_t kernel_, bool with_bias, bool gelu_)

@@ -47,13 +47,18 @@ class GroupedLinearImpl : public torch::nn::Module {
 };
 TORCH_MODULE(GroupedLinear);
 
-// Linear(H->I), GELU, Linear(I->H); grouped when groups > 1.
+// Linear(H->I), activation (config.ffn_activation: GELU, or fairseq's ReLU), Linear(I->H); grouped when
+// groups > 1.
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  FeedForwardImpl(int64_t hidden, int64_t intermediate, int64_t groups);
+  FeedForwardImpl(int64_t hidden, int64_t intermediate, int64_t groups, pb::FfnActivation activation = pb::GELU);
   torch::Tensor forward(const torch::Tensor& x);
   torch::nn::Linear in{nullptr}, out{nullptr};
   GroupedLinear grouped_in{nullptr}, grouped_out{nullptr};
+  pb::FfnActivation activation;
+
+ private:
+  torch::Tensor activate(const torch::Tensor& x) const;
 };
 TORCH_MODULE(FeedForward);
 

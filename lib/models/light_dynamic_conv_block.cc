@@ -36,8 +36,11 @@ ConvBlockImpl::ConvBlockImpl(const pb::ModelConfig& config, int64_t layer_index)
     const double bound = 1.0 / std::sqrt(static_cast<double>(kernel));
     weight = register_parameter("weight", torch::empty({hidden, kernel}).uniform_(-bound, bound));
   } else {
-    weight = register_parameter("weight", torch::empty({heads, kernel}));
-    torch::nn::init::xavier_uniform_(weight);
+    // fairseq's LightweightConv1dTBC.reset_parameters: xavier_uniform_ of its [H, 1, k] weight (fan_in k,
+    // fan_out H k).
+    torch::Tensor fairseq_shaped = torch::empty({heads, 1, kernel});
+    torch::nn::init::xavier_uniform_(fairseq_shaped);
+    weight = register_parameter("weight", fairseq_shaped.view({heads, kernel}).clone());
   }
 }
 

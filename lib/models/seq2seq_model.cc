@@ -1,6 +1,7 @@
 #include "lib/models/seq2seq_model.h"
 
 #include <cmath>
+#include <string>
 
 #include "lib/core/errors.h"
 #include "lib/models/mixer_registry.h"
@@ -9,17 +10,49 @@
 namespace cabert::models {
 namespace {
 
-// fairseq's initialisation of its lightconv and transformer models: token tables N(0, d^-1/2) with a zero
-// [PAD] row, Linear weights Xavier-uniform and biases 0, LayerNorm 1/0. Conv kernels keep their own scheme.
+bool ends_with(const std::string& name, const std::string& tail) {
+  return name.size() >= tail.size() && name.compare(name.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// fairseq's initialisation of its lightconv and transformer models (docs/fairseq-parity.md):
+//   token tables N(0, d^-1/2) with a zero [PAD] row (fairseq's Embedding), LayerNorm 1/0;
+//   Linear weights Xavier-uniform, biases 0 (lightconv.py's Linear(): conv input/output, FFN of the conv layers);
+//   attention query/key/value: Xavier-uniform with gain 1/sqrt(2), biases as torch.nn.Linear leaves them
+//   (MultiheadAttention.reset_parameters, q, k and v of one size); the attention output projection Xavier gain 1,
+//   bias 0 (its out_proj);
+//   the dynamic convolutions' kernel projection (DynamicConv1dTBC.reset_parameters calls nn.Linear's):
+//   torch.nn.Linear's default;
+//   the FFN of a self-attention layer (TransformerEncoderLayer / DecoderLayer fc1, fc2: plain nn.Linear):
+//   torch.nn.Linear's default (kaiming-uniform a = sqrt(5), bias uniform +-1/sqrt(fan_in)).
+// Conv kernels keep their own scheme.
 void init_seq2seq_weights(torch::nn::Module& root, int64_t hidden) {
   torch::NoGradGuard no_grad;
-  for (auto& module : root.modules(/*include_self=*/false)) {
-    if (auto* linear = module->as<torch::nn::Linear>()) {
-      torch::nn::init::xavier_uniform_(linear->weight);
-      if (linear->bias.defined()) linear->bias.zero_();
-    } else if (auto* table = module->as<torch::nn::Embedding>()) {
+  for (auto& item : root.named_modules("", /*include_self=*/false)) {
+    const std::string& name = item.key();
+    torch::nn::Module& module = *item.value();
+    if (auto* linear = module.as<torch::nn::Linear>()) {
+      const bool projection = ends_with(name, "attention.query") || ends_with(name, "attention.key") ||
+                              ends_with(name, "attention.value");
+      if (ends_with(name, "kernel_projection")) {
+        linear->reset_parameters();
+      } else if (projection) {
+        linear->reset_parameters();  // the bias as torch.nn.Linear draws it
+        torch::nn::init::xavier_uniform_(linear->weight, 1.0 / std::sqrt(2.0));
+      } else {
+        torch::nn::init::xavier_uniform_(linear->weight);
+        if (linear->bias.defined()) linear->bias.zero_();
+      }
+    } else if (auto* table = module.as<torch::nn::Embedding>()) {
       table->weight.normal_(0, std::pow(static_cast<double>(hidden), -0.5));
       table->weight[0].zero_();
+    }
+  }
+  // Self-attention layers' FFNs last: torch.nn.Linear's own initialisation, as fairseq's transformer layers.
+  for (auto& item : root.named_modules("", /*include_self=*/false)) {
+    if (!item.value()->named_children().contains("attention")) continue;
+    for (auto& child : item.value()->named_modules("", /*include_self=*/false)) {
+      if (child.key().rfind("ffn", 0) != 0) continue;
+      if (auto* linear = child.value()->as<torch::nn::Linear>()) linear->reset_parameters();
     }
   }
 }
@@ -80,10 +113,19 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const pb::ModelConfig& config)
   sizes.attention_dropout = config.attention_dropout();
   sizes.layer_norm_eps = config.layer_norm_eps();
   sizes.normalize_mixer_output = config.normalize_mixer_output();
+  sizes.normalize_before = s.normalize_before();
+  sizes.ffn_activation = config.ffn_activation();
   for (int64_t i = 0; i < s.decoder_layers(); ++i) {
     decoder->push_back(DecoderLayer(family.build_causal(decoder_config, i), family.module_name, sizes));
   }
   register_module("decoder", decoder);
+  if (s.normalize_before()) {
+    auto norm = [&] {
+      return torch::nn::LayerNorm(torch::nn::LayerNormOptions({config.hidden_size()}).eps(config.layer_norm_eps()));
+    };
+    encoder_norm = register_module("encoder_norm", norm());
+    decoder_norm = register_module("decoder_norm", norm());
+  }
   if (!s.tie_output()) {
     output_projection = register_module(
         "output_projection",
@@ -107,7 +149,7 @@ torch::Tensor Seq2SeqModelImpl::encode(const torch::Tensor& source, const torch:
   torch::Tensor x = embed(source_table, source, sinusoidal_positions(source_mask, config_.hidden_size(), dtype));
   x = encoder(x, source_mask);
   if (encoder_top_attention) x = encoder_top_attention(x, source_mask);
-  return x;
+  return encoder_norm ? encoder_norm(x) : x;
 }
 
 torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& target_in, const torch::Tensor& target_mask,
@@ -116,7 +158,7 @@ torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& target_in, const tor
   torch::Tensor x =
       embed(target_embedding(), target_in, sinusoidal_positions(target_mask, config_.hidden_size(), dtype));
   for (auto& layer : *decoder) x = layer->as<DecoderLayer>()->forward(x, target_mask, memory, memory_mask);
-  return logits(x);
+  return logits(decoder_norm ? decoder_norm(x) : x);
 }
 
 DecoderState Seq2SeqModelImpl::start_decoding(const torch::Tensor& memory, const torch::Tensor& memory_mask) {
@@ -138,7 +180,7 @@ torch::Tensor Seq2SeqModelImpl::decode_step(const torch::Tensor& tokens, int64_t
   for (size_t i = 0; i < decoder->size(); ++i) {
     x = decoder->ptr(i)->as<DecoderLayer>()->forward_step(x, state.memory_mask, state.layers[i]);
   }
-  return logits(x).squeeze(1);
+  return logits(decoder_norm ? decoder_norm(x) : x).squeeze(1);
 }
 
 }  // namespace cabert::models

@@ -4,6 +4,8 @@
 //   encoder   = EncoderStack of the config's family (the same layers as the encoders; mixer registry), plus
 //               optionally one self-attention layer on top (seq2seq.encoder_top_attention)
 //   decoder   = DecoderLayers (causal mixer of seq2seq.decoder_family + encoder-decoder attention + FFN)
+//   pre-norm  seq2seq.normalize_before: pre-LN layers and a final LayerNorm after the encoder (encoder_norm)
+//             and after the decoder (decoder_norm), as fairseq's --encoder/decoder-normalize-before
 //   logits    = decoder output x TokenTable^T (tied, seq2seq.tie_output) or a Linear(d -> V) without bias
 // One token table serves source and target with seq2seq.share_embeddings (a joint vocabulary).
 // Token ids: [PAD]=0 (masked everywhere), the decoder input starts with [CLS]=2 (BOS) and targets end with
@@ -59,6 +61,7 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   EncoderLayer encoder_top_attention{nullptr};
   torch::nn::ModuleList decoder;
   torch::nn::Linear output_projection{nullptr};  // null when tied
+  torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // normalize_before only
   Dropout dropout{nullptr};
 
  private:

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include <string>
+#include <vector>
 
 #include "lib/config/model_config_text.h"
 #include "lib/config/presets.h"
@@ -16,9 +17,13 @@
 namespace cabert::models {
 namespace {
 
-Seq2SeqModel tiny_model(const std::string& preset) {
+// "<preset>" or "<preset>+prenorm" (seq2seq.normalize_before=true).
+Seq2SeqModel tiny_model(const std::string& param) {
   torch::manual_seed(11);
-  Seq2SeqModel model(config::load_model_config(preset, {"vocab_size=40"}));
+  const auto plus = param.find('+');
+  std::vector<std::string> sets = {"vocab_size=40"};
+  if (plus != std::string::npos) sets.push_back("seq2seq.normalize_before=true");
+  Seq2SeqModel model(config::load_model_config(param.substr(0, plus), sets));
   model->to(torch::kDouble);
   model->eval();
   return model;
@@ -113,10 +118,13 @@ TEST_P(Seq2SeqFamilies, GreedyGenerationEqualsArgmaxOfTheFullForward) {
 
 INSTANTIATE_TEST_SUITE_P(Presets, Seq2SeqFamilies,
                          ::testing::Values("wu-lightconv-tiny", "wu-dynamicconv-tiny", "transformer-tiny",
-                                           "tay-lightconv-tiny", "tay-dynamicconv-tiny", "tay-dilatedconv-tiny"),
+                                           "tay-lightconv-tiny", "tay-dynamicconv-tiny", "tay-dilatedconv-tiny",
+                                           "wu-lightconv-tiny+prenorm", "wu-dynamicconv-tiny+prenorm",
+                                           "transformer-tiny+prenorm", "tay-dynamicconv-tiny+prenorm",
+                                           "tay-dilatedconv-tiny+prenorm"),
                          [](const auto& info) {
                            std::string name = info.param;
-                           for (char& c : name) c = c == '-' ? '_' : c;
+                           for (char& c : name) c = c == '-' || c == '+' ? '_' : c;
                            return name;
                          });
 
