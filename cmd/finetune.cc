@@ -12,7 +12,6 @@
 #include "cmd/distributed_flags.h"
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
-#include "lib/dist/environment.h"
 #include "lib/io/checkpoint_lookup.h"
 #include "lib/tasks/table.h"
 #include "lib/train/finetune.h"
@@ -65,7 +64,11 @@ void run_translation(FinetuneCommand& command, const CLI::App& sub) {
   t.files.read.skip_bad_rows = s.skip_bad_rows;
   t.seed = o.seed;
   t.device = o.device;
+  if (launch_if_requested(command.distributed)) return;
+  std::unique_ptr<dist::Communicator> communicator = join_job(command.distributed, &t.device);
+  t.communicator = communicator.get();
   train::TranslationTrainSummary summary = train::run_translation_training(t);
+  if (!communicator->is_main()) return;
   std::printf("| epoch | dev BLEU | dev chrF | train loss |\n|---:|---:|---:|---:|\n");
   for (const auto& record : summary.epochs) {
     std::printf("| %u | %.2f | %.2f | %.4f |\n", record.epoch(), 100 * record.metrics().at("bleu"),
@@ -200,7 +203,8 @@ void add_translation_flags(CLI::App* sub, FinetuneCommand* command) {
       ->capture_default_str();
   sub->add_option("--dev-split", t.dev_split, "Translation: dev split in a --data directory (or --dev PAIRS.tsv)")
       ->capture_default_str();
-  sub->add_option("--max-tokens", t.max_tokens, "Translation: padded source + target tokens per batch")
+  sub->add_option("--max-tokens", t.max_tokens,
+                  "Translation: padded source + target tokens per batch and process (the joint batch: N x this)")
       ->capture_default_str();
   sub->add_option("--schedule", t.schedule, "Translation: inverse-sqrt or linear (decay to 0)")->capture_default_str();
   sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, 10% of updates))")
@@ -245,10 +249,6 @@ void add_finetune(CLI::App& app) {
     source.table.header = !command->no_header;
     options.seed = global_options().seed;
     if (source.task == "translation") {
-      if (command->distributed.nproc > 1 || dist::read_environment().distributed()) {
-        throw UsageError("finetune --task translation runs in one process (its token-budget batches are not "
-                         "shared across ranks yet); drop --nproc / torchrun");
-      }
       run_translation(*command, *sub);
       return;
     }

@@ -73,6 +73,23 @@ std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqE
   return batches;
 }
 
+std::vector<size_t> rank_share(const std::vector<size_t>& batch, int rank, int world) {
+  if (world < 1 || rank < 0 || rank >= world) {
+    throw Error(str("internal: rank ", rank, " of a world of ", world));
+  }
+  const size_t rows = batch.size();
+  const size_t begin = rows * static_cast<size_t>(rank) / static_cast<size_t>(world);
+  const size_t end = rows * static_cast<size_t>(rank + 1) / static_cast<size_t>(world);
+  return std::vector<size_t>(batch.begin() + static_cast<std::ptrdiff_t>(begin),
+                             batch.begin() + static_cast<std::ptrdiff_t>(end));
+}
+
+int64_t target_tokens(const std::vector<Seq2SeqExample>& examples, const std::vector<size_t>& rows) {
+  int64_t tokens = 0;
+  for (size_t row : rows) tokens += static_cast<int64_t>(examples[row].target.size()) + 1;
+  return tokens;
+}
+
 CorruptedRows corrupt_rows(const torch::Tensor& ids, const torch::Tensor& mask, const SpanCorruptionOptions& options,
                            std::mt19937_64& rng, int64_t eos) {
   RowRandom rows(rng);

@@ -39,6 +39,14 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, con
 std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples, int64_t max_tokens,
                                                       int64_t max_rows);
 
+// Data parallelism: rank `rank`'s share of a joint batch of `world` ranks, the contiguous rows
+// [rank * n / world, (rank + 1) * n / world) (n = rows; empty when n < world leaves this rank none). The shares
+// cover the batch once, in order, whatever `world`: the joint batch is the one a single process would train on.
+std::vector<size_t> rank_share(const std::vector<size_t>& batch, int rank, int world);
+
+// The target tokens of `rows` that make_seq2seq_batch counts (each target and its EOS).
+int64_t target_tokens(const std::vector<Seq2SeqExample>& examples, const std::vector<size_t>& rows);
+
 // Span corruption of a pre-training batch (ids/mask [B, T] as data::make_batch pads them): each row's regular
 // tokens (ids >= options.first_sentinel_id + options.num_sentinels, and [UNK]) form one chunk; rows with fewer
 // than 2 are skipped. Example r: source = the corrupted chunk + EOS, target = the sentinel-delimited spans.

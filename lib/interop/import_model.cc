@@ -13,6 +13,7 @@
 #include "lib/core/log.h"
 #include "lib/interop/export_model.h"
 #include "lib/interop/hf_config.h"
+#include "lib/interop/import_plan.h"
 #include "lib/interop/tokenizer_files.h"
 #include "lib/io/checkpoint_file.h"
 #include "lib/io/safetensors_torch.h"
@@ -40,30 +41,7 @@ std::string weights_path(const fs::path& dir) {
   throw DataError(str(dir.string(), ": no model.safetensors"));
 }
 
-// The tensor names of the file, looked up with HF's base prefix ("bert.") or without it (a base model's
-// save_pretrained writes "embeddings...." where a model with a head writes "bert.embeddings....").
-class HfNames {
- public:
-  HfNames(const io::SafetensorsFile& file, std::string base_prefix) : base_(std::move(base_prefix)) {
-    for (const auto& info : file.tensors()) names_.insert(info.name);
-  }
-  // The name as stored, or "" when absent.
-  std::string find(const std::string& name) const {
-    if (names_.count(name)) return name;
-    if (!base_.empty() && name.rfind(base_, 0) == 0 && names_.count(name.substr(base_.size()))) {
-      return name.substr(base_.size());
-    }
-    return "";
-  }
-  bool has(const std::string& name) const { return !find(name).empty(); }
-  const std::set<std::string>& all() const { return names_; }
-
- private:
-  std::string base_;
-  std::set<std::string> names_;
-};
-
-ModelHead hf_head(const HfNames& names) {
+ModelHead hf_head(const StoredNames& names) {
   if (names.has("discriminator_predictions.dense_prediction.weight")) return ModelHead::kElectra;
   if (names.has("cls.predictions.bias") || names.has("generator_lm_head.bias")) return ModelHead::kMlm;
   return ModelHead::kEncoder;
@@ -88,7 +66,7 @@ io::NamedTensors expected_tensors(const pb::ModelConfig& config, ModelHead head,
 }
 
 // A tied output embedding stored anyway must equal what it is tied to.
-void check_tied(const io::SafetensorsFile& file, const HfNames& names, const std::string& copy,
+void check_tied(const io::SafetensorsFile& file, const StoredNames& names, const std::string& copy,
                 const std::string& original) {
   const std::string stored = names.find(copy), source = names.find(original);
   if (stored.empty() || source.empty()) return;
@@ -111,17 +89,23 @@ ImportSummary import_model(const ImportOptions& options) {
   if (!fs::is_directory(dir)) throw UsageError(str("--from-hf ", options.hf_dir, ": not a directory"));
   const std::string config_path = (dir / "config.json").string();
   if (!fs::exists(config_path)) throw DataError(str(options.hf_dir, ": no config.json"));
-  nlohmann::json config_json;
-  try {
-    config_json = parse_json_input(read_file(config_path));
-  } catch (const JsonInputError& error) {
-    throw DataError(error.byte() ? str(config_path, ": not valid JSON at byte ", error.byte(), ": ", error.what())
-                                 : str(config_path, ": not valid JSON: ", error.what()));
+  if (fs::file_size(config_path) > kMaxConfigJsonBytes) {
+    throw DataError(str(config_path, ": ", fs::file_size(config_path), " bytes, over the ", kMaxConfigJsonBytes,
+                        "-byte limit of a config.json"));
   }
+  const std::string config_text = read_file(config_path);
+  io::SafetensorsFile file(weights_path(dir));  // the header alone: its sizes checked against the file's
+  const uint64_t data_bytes = fs::file_size(file.path()) - file.data_start();
+  // Everything the files claim is checked against what they hold before a tensor is allocated.
+  ImportPlan plan = plan_import(config_text, config_path, file.tensors(), data_bytes, file.path());
+  const nlohmann::json config_json = parse_json_input(config_text);  // valid: plan_import read it
   ImportSummary summary;
-  pb::ModelConfig config = model_config_from_json(config_json, config_path, &summary.family);
-  io::SafetensorsFile file(weights_path(dir));
-  HfNames names(file, summary.family == HfFamily::kNone ? "" : hf_base_prefix(summary.family));
+  summary.family = plan.model_type == "bert"       ? HfFamily::kBert
+                   : plan.model_type == "electra"  ? HfFamily::kElectra
+                   : plan.model_type == "convbert" ? HfFamily::kConvBert
+                                                   : HfFamily::kNone;
+  const pb::ModelConfig& config = plan.config;
+  StoredNames names(file.tensors(), stored_base_prefix(plan.model_type));
 
   std::vector<TensorLink> links;
   if (summary.family != HfFamily::kNone) {
@@ -146,8 +130,11 @@ ImportSummary import_model(const ImportOptions& options) {
   for (const auto& link : links) link_of[link.cabert] = link;
 
   const bool with_generator = summary.family == HfFamily::kNone && names.has("generator_head.bias");
-  io::NamedTensors tensors;
-  std::set<std::string> used;
+  // The model's tensors (its size bounded by the file's now) under their names in the file, matched against the
+  // header before any is read.
+  std::vector<std::pair<std::string, TensorLink>> wanted;  // cabert's name, link
+  std::vector<ExpectedTensor> expected;
+  std::vector<torch::ScalarType> dtypes;
   for (const auto& [name, module_tensor] : expected_tensors(config, summary.head, with_generator)) {
     TensorLink link{name, name, Reshape::kSame};
     if (summary.family != HfFamily::kNone) {
@@ -155,28 +142,24 @@ ImportSummary import_model(const ImportOptions& options) {
       if (it == link_of.end()) continue;  // not part of the HF model (cannot happen for the encoder)
       link = it->second;
     }
-    const std::string stored = names.find(link.hf);
-    if (stored.empty()) {
-      throw DataError(str(file.path(), ": no tensor '", link.hf, "', which the model config.json describes needs"));
-    }
+    wanted.emplace_back(name, link);
+    expected.push_back({link.hf, hf_shape(module_tensor.sizes().vec(), link.reshape)});
+    dtypes.push_back(module_tensor.scalar_type());
+  }
+  const std::vector<std::string> stored_names = match_tensors(plan, expected, file.tensors(), file.path(), config_path);
+
+  io::NamedTensors tensors;
+  std::set<std::string> used(stored_names.begin(), stored_names.end());
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const std::string& stored = stored_names[i];
     torch::Tensor tensor = io::read_tensor(file, stored);
-    if (!tensor.is_floating_point()) {
-      throw DataError(str(file.path(), ": tensor '", stored, "' has dtype ", safe_dtype_name(file.info(stored).dtype),
-                          "; expected floating-point weights"));
-    }
-    const std::vector<int64_t> want = hf_shape(module_tensor.sizes().vec(), link.reshape);
-    if (tensor.sizes().vec() != want) {
-      throw DataError(str(file.path(), ": tensor '", stored, "' has shape ", io::shape_text(tensor.sizes().vec()),
-                          " but ", config_path, " describes ", io::shape_text(want)));
-    }
     // A NaN or infinity would only show later, as a NaN loss or prediction far from its cause.
     if (!torch::isfinite(tensor).all().item<bool>()) {
       throw DataError(str(file.path(), ": tensor '", stored,
                           "' holds non-finite values (NaN or infinity); expected finite weights"));
     }
-    tensors.emplace_back("model/" + name,
-                         from_hf_layout(tensor.to(module_tensor.scalar_type()), link.reshape).contiguous());
-    used.insert(stored);
+    tensors.emplace_back("model/" + wanted[i].first,
+                         from_hf_layout(tensor.to(dtypes[i]), wanted[i].second.reshape).contiguous());
   }
   if (summary.family == HfFamily::kBert) {
     check_tied(file, names, "cls.predictions.decoder.weight", "bert.embeddings.word_embeddings.weight");

@@ -10,6 +10,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/files.h"
 #include "lib/core/log.h"
+#include "lib/core/random.h"
 #include "lib/dist/communicator.h"
 #include "lib/eval/checkpoint_tokenizer.h"
 #include "lib/eval/translation.h"
@@ -104,7 +105,7 @@ struct TranslationData {
   DevSet dev;
 };
 
-TranslationData read_data(const TranslationTrainOptions& options, const text::Tokenizer& tokenizer) {
+TranslationData read_data(const TranslationTrainOptions& options, const text::Tokenizer& tokenizer, int world) {
   TranslationData data;
   data.files = options.files;
   data.files.read.max_pairs = options.max_train_examples;
@@ -125,7 +126,8 @@ TranslationData read_data(const TranslationTrainOptions& options, const text::To
     log_info("translation: truncated ", stats.truncated_sources, " sources and ", stats.truncated_targets,
              " targets to ", options.max_source_tokens, "/", options.max_target_tokens, " tokens");
   }
-  data.batches = data::token_budget_batches(data.train, options.max_tokens, options.max_rows);
+  // The joint batches of `world` ranks: those one process with the joint budget cuts (docs/training.md).
+  data.batches = data::token_budget_batches(data.train, options.max_tokens * world, options.max_rows * world);
   data.task_name = tasks::translation_task_name(data.files);
   return data;
 }
@@ -192,8 +194,14 @@ io::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
 class TranslationLearner : public EpochLearner {
  public:
   TranslationLearner(const TranslationTrainOptions& options, const ModelStart& start, const TranslationData& data,
-                     models::Seq2SeqModel& model, torch::Device device)
-      : options_(options), start_(start), data_(data), model_(model), device_(device), name_(model_name(options)) {
+                     models::Seq2SeqModel& model, torch::Device device, const dist::Communicator& communicator)
+      : options_(options),
+        start_(start),
+        data_(data),
+        model_(model),
+        device_(device),
+        communicator_(communicator),
+        name_(model_name(options)) {
     best_path_ = (fs::path(options.model_dir) / "best.cabert").string();
   }
 
@@ -203,17 +211,26 @@ class TranslationLearner : public EpochLearner {
     batch_ = order[static_cast<size_t>(index)];
   }
 
+  // This rank's share of the joint batch; the loss is summed over its target tokens and divided by the joint
+  // batch's, times the world size (the gradient all-reduce averages over the ranks), so that the update is
+  // the one of a single process holding the joint batch.
   MicroBatch micro_batch(int /*micro*/, int /*accumulate*/) override {
-    data::Seq2SeqBatch batch = data::make_seq2seq_batch(data_.train, data_.batches[batch_]);
+    const std::vector<size_t>& joint = data_.batches[batch_];
+    const int world = communicator_.world_size();
+    const std::vector<size_t> rows = world > 1 ? data::rank_share(joint, communicator_.rank(), world) : joint;
+    const bool empty = rows.empty();  // a joint batch of fewer rows than ranks
+    data::Seq2SeqBatch batch = data::make_seq2seq_batch(data_.train, empty ? std::vector<size_t>{joint[0]} : rows);
     torch::Tensor logits = model_->forward(batch.source.to(device_), batch.source_mask.to(device_),
                                            batch.target_in.to(device_), batch.target_mask.to(device_));
     SmoothedLoss loss = label_smoothed_cross_entropy(logits, batch.target_out.to(device_), start_.smoothing);
+    if (empty) loss.loss = loss.loss * 0.0;
     MicroBatch out;
-    const double target_tokens = static_cast<double>(batch.target_tokens);
+    const double target_tokens = static_cast<double>(data::target_tokens(data_.train, joint));
     out.loss = loss.loss / target_tokens;
-    // Reported as the summed loss over the batch's target tokens, divided in double.
+    if (world > 1) out.loss = out.loss * static_cast<double>(world);
+    // Reported as the summed loss over the joint batch's target tokens, divided in double (summed over ranks).
     out.reported = loss.loss.detach().to(torch::kDouble) / target_tokens;
-    out.tokens = batch.source_tokens + batch.target_tokens;
+    out.tokens = empty ? 0 : batch.source_tokens + batch.target_tokens;
     return out;
   }
 
@@ -258,6 +275,7 @@ class TranslationLearner : public EpochLearner {
   void save_best(int epoch, int64_t update, const std::vector<pb::TaskMetrics>& records) override {
     pb::CheckpointInfo info = checkpoint_info(epoch, update);
     (*info.mutable_metadata())["dev_bleu"] = str(records.front().score());
+    if (!communicator_.is_main()) return;
     io::save_checkpoint(best_path_, info, io::module_tensors(*model_, "model/"));
     log_info("translation: best so far, saved ", best_path_);
   }
@@ -265,10 +283,12 @@ class TranslationLearner : public EpochLearner {
   void after_epoch(int epoch, int64_t update) override {
     if (options_.average_last < 2) return;
     const std::string path = epoch_checkpoint(epoch);
-    io::save_checkpoint(path, checkpoint_info(epoch, update), io::module_tensors(*model_, "model/"));
+    if (communicator_.is_main()) {
+      io::save_checkpoint(path, checkpoint_info(epoch, update), io::module_tensors(*model_, "model/"));
+    }
     epoch_checkpoints_.push_back(path);
     while (epoch_checkpoints_.size() > static_cast<size_t>(options_.average_last)) {
-      fs::remove(epoch_checkpoints_.front());
+      if (communicator_.is_main()) fs::remove(epoch_checkpoints_.front());
       epoch_checkpoints_.erase(epoch_checkpoints_.begin());
     }
   }
@@ -305,6 +325,7 @@ class TranslationLearner : public EpochLearner {
   const TranslationData& data_;
   models::Seq2SeqModel& model_;
   torch::Device device_;
+  const dist::Communicator& communicator_;
   std::string name_, best_path_;
   size_t batch_ = 0;
   std::vector<std::string> epoch_checkpoints_;
@@ -347,14 +368,13 @@ bool check_model_directory(const TranslationTrainOptions& options, const std::st
 // last.cabert's model, optimizer and generator, after checking that it is this run's; returns its position.
 pb::TrainingPosition restore_last(const TranslationTrainOptions& options, const ModelStart& start,
                                   const std::string& last_path, int64_t steps_per_epoch, models::Seq2SeqModel& model,
-                                  AdamW& optimizer) {
+                                  AdamW& optimizer, const dist::Communicator& communicator) {
   io::Checkpoint last = io::load_checkpoint(last_path);
   eval::check_tokenizer_matches(*start.tokenizer, last.info, last_path);
   if (last.info.model().SerializeAsString() != start.config.SerializeAsString()) {
     throw UsageError(str("--resume: ", last_path, " holds another model config; resume with the same --preset/--set"));
   }
-  const dist::Communicator single;
-  const pb::TrainingPosition position = restore_resume_checkpoint(last, *model, optimizer, single);
+  const pb::TrainingPosition position = restore_resume_checkpoint(last, *model, optimizer, communicator);
   check_resume_options(last_path, options.allow_changed_options,
                        static_cast<int>(position.epoch()) > options.epochs ||
                            (static_cast<int>(position.epoch()) == options.epochs &&
@@ -364,28 +384,43 @@ pb::TrainingPosition restore_last(const TranslationTrainOptions& options, const 
   return position;
 }
 
+// Every rank starts from rank 0's weights; dropout then draws differently on each rank.
+void share_initial_weights(models::Seq2SeqModel& model, dist::Communicator& communicator, uint64_t seed) {
+  if (!communicator.distributed()) return;
+  std::vector<torch::Tensor> state = model->parameters(true);
+  for (auto& buffer : model->buffers(true)) state.push_back(buffer);
+  communicator.broadcast(state, "the initial parameters");
+  if (!communicator.is_main()) torch::manual_seed(mix_seed(seed, static_cast<uint64_t>(communicator.rank())));
+}
+
 }  // namespace
 
 TranslationTrainSummary run_translation_training(const TranslationTrainOptions& options) {
   check_options(options);
+  dist::Communicator single;
+  dist::Communicator& communicator = options.communicator != nullptr ? *options.communicator : single;
+  const bool main_rank = communicator.is_main();
+  const int world = communicator.world_size();
   torch::Device device = ops::select_device(options.device);
   const ModelStart start = resolve_model(options);
   const std::string last_path = (fs::path(options.model_dir) / "last.cabert").string();
   const bool resuming = check_model_directory(options, start.init.path, last_path);
-  const TranslationData data = read_data(options, *start.tokenizer);
+  // No rank writes before every rank has looked at the model directory as it was.
+  communicator.barrier("checking the model directory");
+  const TranslationData data = read_data(options, *start.tokenizer, world);
   const int64_t steps_per_epoch = static_cast<int64_t>(data.batches.size());
   const int64_t total_steps = steps_per_epoch * options.epochs;
   const int64_t warmup =
       options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(4000, std::llround(0.1 * total_steps));
   log_info("translation: ", data.task_name, ", ", data.train.size(), " training pairs in ", steps_per_epoch,
-           " batches of <= ", options.max_tokens, " tokens, dev ", data.dev.examples.size(), "; lr ", options.lr, " (",
+           " batches of <= ", options.max_tokens, " tokens", world > 1 ? str(" x ", world, " processes") : "", ", dev ", data.dev.examples.size(), "; lr ", options.lr, " (",
            options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates), label smoothing ", start.smoothing,
            ", ", options.epochs, " epochs");
 
   create_output_directory(options.model_dir, "--model-dir");
   // --resume without last.cabert starts from scratch: what an earlier start left (a best or epoch checkpoint
   // from before its first last.cabert) is not this run's.
-  if (!resuming) {
+  if (!resuming && main_rank) {
     remove_earlier_outputs(options.model_dir, DirectoryRun::kTranslation, translation_checkpoints(options.model_dir));
   }
   torch::manual_seed(options.seed);
@@ -393,17 +428,17 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   if (!options.init.empty()) io::restore_module(*model, start.init, "model/", "");
   model->to(device);
   model->train();
+  share_initial_weights(model, communicator, options.seed);
   AdamWOptions adam;
   adam.lr = options.lr;
   adam.beta2 = 0.98;
   adam.eps = 1e-8;
   adam.weight_decay = options.weight_decay;
   AdamW optimizer(*model, adam);
-  dist::Communicator single;
   pb::TrainingPosition position;
   position.set_epoch(1);
   if (resuming) {
-    position = restore_last(options, start, last_path, steps_per_epoch, model, optimizer);
+    position = restore_last(options, start, last_path, steps_per_epoch, model, optimizer, communicator);
   } else if (options.resume) {
     log_info("translation: --resume: no ", last_path, ", starting from scratch");
   }
@@ -415,24 +450,32 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   // from theirs. The file grows as records are appended: readable while the run goes on.
   const std::vector<pb::TaskMetrics> carried =
       position.update() > 0 ? records_before(summary.metrics_path, position) : std::vector<pb::TaskMetrics>{};
-  io::WriterOptions appended;
-  appended.appended = true;
-  io::RecordWriter metrics(summary.metrics_path, "cabert.pb.TaskMetrics",
-                           {{"task", data.task_name}, {"model", model_name(options)}}, appended);
-  const RunClock clock(write_records(carried, metrics));
+  // Rank 0's: the metrics file and the TensorBoard events.
+  std::unique_ptr<io::RecordWriter> metrics;
   std::unique_ptr<io::TensorboardLog> tensorboard;
-  if (!options.tensorboard.empty()) {
-    tensorboard = std::make_unique<io::TensorboardLog>(options.tensorboard, metrics.header(),
-                                                       config::config_to_text(start.config),
-                                                       resuming ? static_cast<int64_t>(position.update()) : -1);
+  double seconds_before = 0;
+  if (main_rank) {
+    io::WriterOptions appended;
+    appended.appended = true;
+    metrics = std::make_unique<io::RecordWriter>(
+        summary.metrics_path, "cabert.pb.TaskMetrics",
+        std::map<std::string, std::string>{{"task", data.task_name}, {"model", model_name(options)}}, appended);
+    seconds_before = write_records(carried, *metrics);
+    if (!options.tensorboard.empty()) {
+      tensorboard = std::make_unique<io::TensorboardLog>(options.tensorboard, metrics->header(),
+                                                         config::config_to_text(start.config),
+                                                         resuming ? static_cast<int64_t>(position.update()) : -1);
+    }
   }
+  const RunClock clock(seconds_before);
   auto append_metrics = [&](const pb::TaskMetrics& record) {
-    metrics.write(record);
-    metrics.flush();
+    if (!main_rank) return;
+    metrics->write(record);
+    metrics->flush();
     if (tensorboard) tensorboard->add(record);
   };
 
-  TranslationLearner learner(options, start, data, model, device);
+  TranslationLearner learner(options, start, data, model, device, communicator);
   if (resuming) learner.carry_epoch_checkpoints(static_cast<int>(position.epoch()));
   StepSettings step_settings;
   step_settings.job = "translation";
@@ -446,7 +489,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   step_settings.non_finite_loss = [](double loss, int64_t update, int) {
     return str("translation: the loss became ", loss, " at update ", update, "; lower --lr");
   };
-  UpdateStep step(*model, optimizer, device, step_settings, single, static_cast<int64_t>(position.update()));
+  UpdateStep step(*model, optimizer, device, step_settings, communicator, static_cast<int64_t>(position.update()));
   EpochSettings epoch_settings;
   epoch_settings.job = "translation";
   epoch_settings.epochs = options.epochs;
@@ -459,7 +502,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   epoch_settings.after_step = options.after_step;
   epoch_settings.append_metrics = append_metrics;
   epoch_settings.seconds = [&] { return clock.seconds(); };
-  EpochLoop loop(learner, step, *model, optimizer, epoch_settings, single);
+  EpochLoop loop(learner, step, *model, optimizer, epoch_settings, communicator);
   if (resuming) loop.resume(position, carried);
   EpochRunResult result = loop.run();
   summary.epochs = result.epochs;
@@ -472,12 +515,12 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   }
   // The last whole epoch: --epochs, or the last one before the stop when a resume with --epochs lowered past it
   // trained none (the average then takes the epochs before the stop, and the resumed metrics get its record again).
-  if (learner.epoch_checkpoints().size() >= 2) {
+  if (learner.epoch_checkpoints().size() >= 2 && main_rank) {
     summary.averaged = write_average(options, learner, data, start, result.last_epoch, step.updates(), device,
                                      &summary.averaged_checkpoint);
     append_metrics(summary.averaged);
   }
-  metrics.close();
+  if (main_rank) metrics->close();
   return summary;
 }
 

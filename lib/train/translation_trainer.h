@@ -2,7 +2,7 @@
 // protocol): from scratch (a preset) or from a checkpoint of an encoder-decoder, label-smoothed
 // cross-entropy (the config's seq2seq.label_smoothing, 0.1), Adam (0.9, 0.98) with an inverse-sqrt or linear
 // schedule, token-budget batches, and after every epoch the dev loss and the dev BLEU/chrF of generated
-// translations; the best epoch by dev BLEU is kept.
+// translations; the best epoch by dev BLEU is kept. Data-parallel with --nproc N or torchrun (options.communicator).
 //
 // Files in the model directory:
 //   best.cabert        the epoch with the best dev BLEU (kind "finetune", metadata task=translation)
@@ -20,6 +20,10 @@
 
 #include "formats/task.pb.h"
 #include "lib/tasks/translation.h"
+
+namespace cabert::dist {
+class Communicator;
+}
 
 namespace cabert::train {
 
@@ -53,6 +57,11 @@ struct TranslationTrainOptions {
   uint64_t seed = 42;
   std::string device = "cpu";
   std::function<void(int64_t update)> after_step;  // tests: called after every optimizer update
+  // Data parallelism (lib/dist): nullptr or a world of 1 runs alone. max_tokens and max_rows are per rank: the
+  // joint batches are cut with world x max_tokens (x max_rows), as one process with that budget cuts them, and
+  // each is split between the ranks by data::rank_share; the loss is the joint batch's per target token. Every
+  // rank scores the dev set (the same weights give the same BLEU); rank 0 alone writes checkpoints and metrics.
+  dist::Communicator* communicator = nullptr;
 };
 
 struct TranslationTrainSummary {

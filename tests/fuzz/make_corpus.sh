@@ -11,7 +11,7 @@ corpus=tests/fuzz/corpus
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 find "$corpus" -type f ! -name 'regress-*' -delete 2>/dev/null || true
-mkdir -p "$corpus"/{record_file,safetensors,model_config,glue,table,jsonl,squad}_fuzz
+mkdir -p "$corpus"/{record_file,safetensors,model_config,glue,table,jsonl,squad,hf_import}_fuzz
 
 # Record files: tokenized text, pre-training examples (two frames of records), an empty file.
 tok=tests/data/legacy_checkpoints/tok.model
@@ -76,5 +76,33 @@ cat > "$s/v2.json" <<'JSON'
  "qas": [{"id": "a", "question": "Where?", "answers": [{"text": "Zürich", "answer_start": 15}], "is_impossible": false},
          {"id": 2, "question": "Who?", "answers": [], "is_impossible": true}]}]}]}
 JSON
+# Hugging Face directories (export --from-hf): the pair (config.json, model.safetensors) of real exports of
+# pre-trained models, shrunk to a few kilobytes, as one input: a 4-byte little-endian length, config.json, the weights.
+# A BERT (HF's own class), a ConvBERT and a cabert-only model (Chang et al.'s composite attention).
+h=$corpus/hf_import_fuzz
+small=(--set hidden_size=8 --set embedding_size=8 --set intermediate_size=16 --set num_heads=2 --set num_layers=1
+       --set max_length=16)
+for preset in bert-tiny-absolute convbert-tiny bert-tiny-composite-conv-qkv; do
+  "$cabert" -q pretrain --preset "$preset" "${small[@]}" --corpus "$work/corpus" --model-dir "$work/$preset" \
+    --steps 1 --batch-size 2 --save-every 1 --eval-examples 1
+  "$cabert" -q export --model "$work/$preset/checkpoint-00000001.cabert" -o "$work/$preset-hf"
+  "$python" - "$work/$preset-hf" "$h/$preset.pair" <<'PY2'
+import struct, sys
+config = open(f"{sys.argv[1]}/config.json", "rb").read()
+weights = open(f"{sys.argv[1]}/model.safetensors", "rb").read()
+open(sys.argv[2], "wb").write(struct.pack("<I", len(config)) + config + weights)
+PY2
+done
+# Near-misses: the BERT's config with HF's keys alone, one with a layer more than its tensors.
+"$python" - "$h/bert-tiny-absolute.pair" "$h" <<'PY2'
+import json, struct, sys
+raw = open(sys.argv[1], "rb").read()
+n = struct.unpack("<I", raw[:4])[0]
+config, weights = json.loads(raw[4:4 + n]), raw[4 + n:]
+del config["cabert"]
+for name, edit in (("hf-keys", {}), ("one-layer-more", {"num_hidden_layers": 2})):
+    text = json.dumps({**config, **edit}).encode()
+    open(f"{sys.argv[2]}/{name}.pair", "wb").write(struct.pack("<I", len(text)) + text + weights)
+PY2
 echo "seed corpora written to $corpus"
 du -sh "$corpus"/*

@@ -184,5 +184,40 @@ TEST(CorruptRows, RowsWithoutTwoRegularTokensAreSkipped) {
   EXPECT_EQ(out.chunk_tokens, 2);
 }
 
+// The ranks' shares of a joint batch are contiguous, in order, cover it once and differ by at most one row.
+TEST(RankShare, SplitsAJointBatchIntoContiguousShares) {
+  const std::vector<size_t> batch{9, 4, 7, 1, 3, 8, 2};
+  EXPECT_EQ(rank_share(batch, 0, 1), batch);
+  EXPECT_EQ(rank_share(batch, 0, 2), (std::vector<size_t>{9, 4, 7}));
+  EXPECT_EQ(rank_share(batch, 1, 2), (std::vector<size_t>{1, 3, 8, 2}));
+  for (int world = 1; world <= 9; ++world) {
+    std::vector<size_t> joined;
+    size_t smallest = batch.size(), largest = 0;
+    for (int rank = 0; rank < world; ++rank) {
+      const std::vector<size_t> share = rank_share(batch, rank, world);
+      joined.insert(joined.end(), share.begin(), share.end());
+      smallest = std::min(smallest, share.size());
+      largest = std::max(largest, share.size());
+    }
+    EXPECT_EQ(joined, batch) << world;
+    EXPECT_LE(largest - smallest, 1u) << world;
+  }
+  EXPECT_TRUE(rank_share({5}, 0, 2).empty());
+  EXPECT_EQ(rank_share({5}, 1, 2), (std::vector<size_t>{5}));
+  EXPECT_THROW(rank_share(batch, 2, 2), Error);
+}
+
+// The target tokens make_seq2seq_batch counts, from the examples alone (what every rank knows of the others).
+TEST(RankShare, TargetTokensMatchTheBatchCount) {
+  std::vector<Seq2SeqExample> examples(3);
+  examples[0].target = {5, 6};
+  examples[1].target = {7};
+  examples[2].target = {8, 9, 10, 11};
+  examples[0].source = examples[1].source = examples[2].source = {4, 3};
+  const std::vector<size_t> rows{2, 0};
+  EXPECT_EQ(target_tokens(examples, rows), make_seq2seq_batch(examples, rows).target_tokens);
+  EXPECT_EQ(target_tokens(examples, rows), 8);
+}
+
 }  // namespace
 }  // namespace cabert::data

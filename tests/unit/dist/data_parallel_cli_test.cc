@@ -2,7 +2,8 @@
 // every wait has a deadline): 2 ranks x batch B/2 give the weights of 1 rank x batch B (dropout off), for
 // --nproc and for torchrun's environment variables; a resumed 2-rank run continues exactly; SIGTERM (to the
 // launcher or to one rank) saves every rank's state and stops them all; a killed rank ends the job with a clear
-// error within the timeout.
+// error within the timeout; translation (token-budget batches split between the ranks) gives the weights of one
+// process of the joint budget, resumes exactly after SIGTERM and fails clearly when a rank is killed.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <filesystem>
 
 #include "formats/metrics.pb.h"
+#include "formats/task.pb.h"
 #include "lib/dist/local_launcher.h"
 #include "lib/io/checkpoint_file.h"
 #include "tests/test_paths.h"
@@ -83,6 +85,17 @@ class DataParallelCli : public ::testing::Test {
            " --set num_layers=1 --set num_heads=2 --set intermediate_size=64 --tokenizer " +
            testing::alice_tokenizer() + " --task SST-2 --train " + data + "/train.tsv --dev " + data +
            "/dev.tsv --max-length 32 --lr 1e-3" + extra + " --model-dir ";
+  }
+  // `cabert finetune --task translation` of a tiny LightConv encoder-decoder (dropout off) on the first 64 pairs
+  // of the shipped Multi30k slice (dev: 8 test pairs, greedy), `extra` options, up to "--model-dir ".
+  static std::string translation(const std::string& extra) {
+    return cabert_binary() +
+           " --threads 1 finetune --task translation --preset wu-lightconv-tiny --set dropout=0"
+           " --set attention_dropout=0 --set conv_block.weight_dropout=0 --tokenizer " +
+           testing::alice_tokenizer() + " --data " + testing::source_dir() +
+           "/tests/data/mt/multi30k-slice --dev-split test --max-train-examples 64 --max-dev-examples 8 --lr 3e-3"
+           " --warmup-steps 2" +
+           extra + " --model-dir ";
   }
   static std::string root_;
 };
@@ -273,13 +286,6 @@ TEST_F(DataParallelCli, FinetuningTwoRanksOfHalfBatchesGivesTheWeightsOfOneRank)
   // Mean pooling leaves the pooler unused: the Reducer must not wait for its gradient.
   auto mean_pooled = run_command(finetune + dir("mean") + " --batch-size 8 --nproc 2 --pooling mean");
   EXPECT_EQ(mean_pooled.exit_code, 0) << mean_pooled.err;
-
-  // Translation training stays in one process, and says so.
-  auto refused =
-      run_command(cabert_binary() + " finetune --task translation --preset wu-lightconv-tiny --train " + data +
-                  "/train.tsv --dev " + data + "/dev.tsv --model-dir " + dir("translation") + " --nproc 2");
-  EXPECT_EQ(refused.exit_code, 2) << refused.err;
-  EXPECT_NE(refused.err.find("finetune --task translation runs in one process"), std::string::npos) << refused.err;
 }
 
 // A data-parallel fine-tuning stopped by SIGTERM (to the launcher) saves every rank's state in last.cabert and
@@ -305,6 +311,95 @@ TEST_F(DataParallelCli, AFineTuningOfTwoRanksStoppedBySigtermResumesExactly) {
   EXPECT_NE(resumed.err.find("finetune: resuming from"), std::string::npos) << resumed.err;
   expect_same_model(whole + "/best.cabert", stopped + "/best.cabert", 0);
   expect_same_model(whole + "/last.cabert", stopped + "/last.cabert", 0);
+}
+
+// Translation: the joint batches are those one process cuts with the joint budget (2 x --max-tokens), each split
+// between the ranks (data::rank_share), and the loss is per target token of the joint batch: 2 ranks of budget
+// B/2 train the weights of 1 rank of budget B.
+TEST_F(DataParallelCli, TranslationTwoRanksOfHalfBudgetsGiveTheWeightsOfOneRank) {
+  const std::string one = dir("one"), two = dir("two"), env = dir("env");
+  auto alone = run_command(translation(" --epochs 2 --max-tokens 600") + one);
+  ASSERT_EQ(alone.exit_code, 0) << alone.err;
+  auto spawned = run_command(translation(" --epochs 2 --max-tokens 300 --nproc 2") + two);
+  ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
+  EXPECT_NE(spawned.err.find("tokens x 2 processes"), std::string::npos) << spawned.err;
+  const pb::CheckpointInfo last_one = io::read_checkpoint_info(one + "/last.cabert");
+  const pb::CheckpointInfo last_two = io::read_checkpoint_info(two + "/last.cabert");
+  EXPECT_GT(last_one.position().update(), 4u);
+  EXPECT_EQ(last_two.position().update(), last_one.position().update()) << "the same joint batches";
+  EXPECT_EQ(last_two.world_size(), 2u);
+  EXPECT_EQ(last_two.ranks_size(), 2);
+  expect_same_model(one + "/last.cabert", two + "/last.cabert", 2e-5);
+  // The training losses (the joint loss) agree too.
+  auto losses = [](const std::string& model_dir) {
+    std::vector<double> out;
+    for (const auto& r : testing::read_records<pb::TaskMetrics>(model_dir + "/metrics.cabert", "cabert.pb.TaskMetrics")) {
+      if (r.kind() == pb::TaskMetrics::EPOCH) out.push_back(r.train_loss());
+    }
+    return out;
+  };
+  const std::vector<double> a = losses(one), b = losses(two);
+  ASSERT_EQ(a.size(), 2u);
+  ASSERT_EQ(b.size(), 2u);
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::max(1.0, a[i])) << "epoch " << i + 1;
+
+  // torchrun's way: two processes that find their rank in the environment.
+  const int port = dist::free_local_port();
+  const std::string command = translation(" --epochs 2 --max-tokens 300") + env;
+  auto launched = bash("translation_torchrun_like", rank_environment(0, port) + command + " > " + env + "/r0.out 2> " +
+                                                        env + "/r0.err & p0=$!\n" + rank_environment(1, port) +
+                                                        command + " > /dev/null 2> " + env +
+                                                        "/r1.err & p1=$!\nwait $p0 || exit 1\nwait $p1 || exit 2\n");
+  ASSERT_EQ(launched.exit_code, 0) << testing::read_text(env + "/r0.err") << testing::read_text(env + "/r1.err");
+  expect_same_model(two + "/last.cabert", env + "/last.cabert", 1e-6);
+  EXPECT_NE(testing::read_text(env + "/r0.out").find("dev: best BLEU"), std::string::npos);
+}
+
+// SIGTERM to the launcher of a 2-rank translation saves last.cabert with both ranks' states; --resume continues
+// to the uninterrupted run's weights. A killed rank ends the job with the launcher's and the peer's messages.
+TEST_F(DataParallelCli, ATranslationOfTwoRanksStoppedBySigtermResumesExactly) {
+  const std::string whole = dir("whole"), stopped = dir("stopped");
+  const std::string command = translation(" --epochs 6 --max-tokens 300 --nproc 2 --log-every 2");
+  auto uninterrupted = run_command(command + whole);
+  ASSERT_EQ(uninterrupted.exit_code, 0) << uninterrupted.err;
+  auto result = bash("translation_sigterm", command + stopped + " 2> " + stopped +
+                                                "/err & pid=$!\n"
+                                                "for i in $(seq 1200); do grep -q 'epoch 2 dev' " +
+                                                stopped +
+                                                "/err && break; sleep 0.05; done\n"
+                                                "kill -TERM $pid\nwait $pid\necho \"rc=$?\"\n");
+  const std::string err = testing::read_text(stopped + "/err");
+  ASSERT_NE(result.out.find("rc=143"), std::string::npos) << result.out << err;
+  EXPECT_NE(err.find("translation: stopped at epoch"), std::string::npos) << err;
+  const pb::CheckpointInfo last = io::read_checkpoint_info(stopped + "/last.cabert");
+  EXPECT_EQ(last.ranks_size(), 2);
+  EXPECT_LE(last.position().epoch(), 6u);
+  auto resumed = run_command(command + stopped + " --resume");
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  EXPECT_NE(resumed.err.find("translation: resuming from"), std::string::npos) << resumed.err;
+  expect_same_model(whole + "/last.cabert", stopped + "/last.cabert", 0);
+  expect_same_model(whole + "/best.cabert", stopped + "/best.cabert", 0);
+  // One process cannot continue a 2-rank run: each rank continues from its own generator state.
+  auto alone = run_command(translation(" --epochs 8 --max-tokens 600") + stopped + " --resume");
+  EXPECT_EQ(alone.exit_code, 2) << alone.err;
+  EXPECT_NE(alone.err.find("was written by a run of 2 process(es); resume it with 2 (this run has 1)"),
+            std::string::npos)
+      << alone.err;
+
+  const std::string killed = dir("killed");
+  auto launched = bash("translation_killed_rank",
+                       translation(" --epochs 1000 --max-tokens 300 --nproc 2 --dist-timeout 10") + killed + " 2> " +
+                           killed + "/err & pid=$!\n" +
+                           "for i in $(seq 600); do grep -q 'translation epoch 1' " + killed +
+                           "/err && break; sleep 0.05; done\nsleep 1\n"
+                           "kill -9 $(pgrep -P $pid | tail -1)\n"
+                           "( sleep 90; kill -9 $pid ) 2>/dev/null & watchdog=$!\n"
+                           "wait $pid\necho \"rc=$?\"\nkill $watchdog\n");
+  const std::string launcher_err = testing::read_text(killed + "/err");
+  EXPECT_NE(launched.out.find("rc=137"), std::string::npos) << launched.out << launcher_err;
+  EXPECT_NE(launcher_err.find(") was killed by signal 9; waiting up to 40 s for the other ranks"), std::string::npos)
+      << launcher_err;
+  EXPECT_NE(launcher_err.find("a peer process died"), std::string::npos) << launcher_err;
 }
 
 }  // namespace
