@@ -5,7 +5,8 @@
 # the scale's output folder under OUT.
 
 ifeq ($(SCALE),smoke)
-  # Minutes on a laptop or CI: every step on tiny settings and 2 seeds; measures nothing.
+  # Minutes on a laptop or CI: every step on tiny settings, one pre-training run per row (the table's first
+  # line says so) and 2 fine-tuning seeds; measures nothing.
   CORPUS ?= $(SAMPLE_CORPUS)
   GLUE ?= $(SMOKE_GLUE)
   TASKS ?= $(SMOKE_TASKS)
@@ -20,6 +21,7 @@ ifeq ($(SCALE),smoke)
   WARMUP ?= 2
   EVAL_EVERY ?= 10
   SAVE_EVERY ?= 10
+  PRETRAIN_SEEDS ?= 1
   SEEDS ?= 2
   FT_EPOCHS ?= 1
   FT_LR ?= 1e-3
@@ -28,7 +30,8 @@ ifeq ($(SCALE),smoke)
   MAX_TRAIN ?= 64
   POOLING ?= mean
 else ifeq ($(SCALE),small-cpu)
-  # A few hours on 2 CPU cores (`make -j2 small-cpu`): Project Gutenberg books, four GLUE tasks, 3 seeds.
+  # A few hours on 2 CPU cores (`make -j2 small-cpu`): Project Gutenberg books, four GLUE tasks, 3 pre-training
+  # seeds per row and 3 fine-tuning seeds per pre-trained model.
   CORPUS ?= $(SHARED)/corpus/gutenberg
   GLUE ?= $(SHARED)/glue
   TASKS ?= CoLA SST-2 MRPC STS-B
@@ -42,6 +45,7 @@ else ifeq ($(SCALE),small-cpu)
   WARMUP ?= 400
   EVAL_EVERY ?= 1000
   SAVE_EVERY ?= 500
+  PRETRAIN_SEEDS ?= 3
   SEEDS ?= 3
   FT_EPOCHS ?= 3
   FT_LR ?=
@@ -63,6 +67,7 @@ else ifneq ($(filter paper-%,$(SCALE)),)
   WARMUP ?= 10000
   EVAL_EVERY ?= 10000
   SAVE_EVERY ?= 10000
+  PRETRAIN_SEEDS ?= 3
   FT_EPOCHS ?=
   FT_LR ?=
   FT_BATCH ?= 32

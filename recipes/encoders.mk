@@ -1,6 +1,8 @@
 # The encoder papers' pipeline, shared by recipes/chang2021 and recipes/convbert2020: raw text -> tokenizer ->
-# pre-training corpus -> one pre-training run per model -> GLUE fine-tuning (SEEDS seeds per task) -> the table
-# in the papers' layout (mean +- SEM (best) per task, and the GLUE-style average).
+# pre-training corpus -> PRETRAIN_SEEDS pre-training runs per model (--seed 1, 2, ...) -> GLUE fine-tuning of each
+# (SEEDS seeds per task) -> the table in the papers' layout (mean +- SEM (best) per task, and the GLUE-style
+# average). With several pre-training seeds a cell is the mean over them of each one's fine-tuning mean, and the
+# +- is the SEM over the pre-training seeds (`evaluate --summarize` groups the records by their pretrain_run).
 #
 # The including Makefile sets, for the scale being run (recipes/encoder_scales.mk gives what the two recipes
 # share):
@@ -12,7 +14,7 @@
 #   SIZE_SETS         `--set` flags applied to every model (the scale's model size)
 #   TASKS             GLUE tasks (directory names under $(GLUE))
 #   CORPUS, CORPUS_FORMAT, VOCAB, MAX_SENTENCES, MAX_LENGTH, STEPS, BATCH, PT_LR, WARMUP, EVAL_EVERY,
-#   SAVE_EVERY, SEEDS, FT_EPOCHS (empty: the task's default), FT_LR (empty: Chang et al. Table 5),
+#   SAVE_EVERY, PRETRAIN_SEEDS, SEEDS, FT_EPOCHS (empty: the task's default), FT_LR (empty: Chang et al. Table 5),
 #   FT_BATCH, FT_MAX_LENGTH, MAX_TRAIN (0: all), POOLING (cls or mean), DEVICE, THREADS, TITLE
 #
 # Every target is a file: re-running skips what is done; an interrupted pre-training resumes exactly from its
@@ -40,6 +42,9 @@ RUN = $(CABERT) --threads $(THREADS)
 LAUNCH ?=
 TRAIN = $(LAUNCH) $(RUN)
 
+PRETRAIN_SEEDS ?= 1
+pretrain_seeds := $(shell seq 1 $(PRETRAIN_SEEDS))
+
 row_preset = $(PRESET_$(1))
 row_sets = $(SIZE_SETS) $(SETS_$(1))
 row_objective = $(or $(OBJECTIVE_$(1)),$(OBJECTIVE))
@@ -59,11 +64,12 @@ $(D)/corpus.done: $(D)/spm.model
 	touch $@
 
 # ---- Pre-training: the same corpus, steps, batch and learning rate for every row. ----
-# The newest checkpoint is copied to final.cabert once the run has finished all its steps.
+# One run per row and pre-training seed, in pt/ROW/seed-S/. The newest checkpoint is copied to final.cabert once
+# the run has finished all its steps.
 define PRETRAIN_RULE
-$(D)/pt/$(1)/final.cabert: $(D)/corpus.done
+$(D)/pt/$(1)/seed-$(2)/final.cabert: $(D)/corpus.done
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$$(TRAIN) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
+	$$(TRAIN) --seed $(2) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
 	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
 	  --batch-size $(BATCH) --lr $(PT_LR) --warmup-steps $(WARMUP) --eval-every $(EVAL_EVERY) \
 	  --save-every $(SAVE_EVERY) --device $(DEVICE) --resume 2>> $$(@D)/pretrain.log && \
@@ -71,50 +77,64 @@ $(D)/pt/$(1)/final.cabert: $(D)/corpus.done
 	cp "$$$$(ls $$(@D)/checkpoint-*.cabert | tail -n 1)" $$@.tmp
 	mv $$@.tmp $$@
 endef
-$(foreach r,$(PRETRAINED),$(eval $(call PRETRAIN_RULE,$(r))))
+$(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),$(eval $(call PRETRAIN_RULE,$(r),$(s)))))
 
-# ---- GLUE fine-tuning: row x task, SEEDS runs each (--seed, --seed+1, ...), best epoch by dev score. ----
-START_pretrained = --init $(D)/pt/$(1)/final.cabert
+# ---- GLUE fine-tuning: row x pre-training seed x task, SEEDS runs each (--seed, --seed+1, ...), best epoch by
+# dev score; in ft/ROW/seed-S/TASK/ (a row without pre-training: ft/ROW/TASK/). ----
+START_pretrained = --init $(D)/pt/$(1)/seed-$(4)/final.cabert
 START_raw = --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) --tokenizer $(D)/spm.model
-NEEDS_pretrained = $(D)/pt/$(1)/final.cabert
+NEEDS_pretrained = $(D)/pt/$(1)/seed-$(4)/final.cabert
 NEEDS_raw = $(D)/spm.model
-# $(1) row, $(2) pretrained|raw, $(3) task
+FT_DIR_pretrained = $(D)/ft/$(1)/seed-$(4)/$(3)
+FT_DIR_raw = $(D)/ft/$(1)/$(3)
+# $(1) row, $(2) pretrained|raw, $(3) task, $(4) pre-training seed (pretrained rows)
 define FINETUNE_RULE
-$(D)/ft/$(1)/$(3)/metrics.cabert: $(call NEEDS_$(2),$(1))
+$(call FT_DIR_$(2),$(1),,$(3),$(4))/metrics.cabert: $(call NEEDS_$(2),$(1),,,$(4))
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$$(TRAIN) -q finetune $(call START_$(2),$(1)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
+	$$(TRAIN) -q finetune $(call START_$(2),$(1),,,$(4)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
 	  --device $(DEVICE) \
 	  --model-dir $$(@D) > $$(@D)/finetune.out && \
 	echo "finetune_seconds $$$$((SECONDS - start))" > $$(@D)/time.txt
 endef
-$(foreach r,$(PRETRAINED),$(foreach t,$(TASKS),$(eval $(call FINETUNE_RULE,$(r),pretrained,$(t)))))
+$(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),$(foreach t,$(TASKS),\
+  $(eval $(call FINETUNE_RULE,$(r),pretrained,$(t),$(s))))))
 $(foreach r,$(RAW),$(foreach t,$(TASKS),$(eval $(call FINETUNE_RULE,$(r),raw,$(t)))))
 
-FINETUNED := $(foreach r,$(PRETRAINED) $(RAW),$(foreach t,$(TASKS),$(D)/ft/$(r)/$(t)/metrics.cabert))
+FINETUNED := $(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),$(foreach t,$(TASKS),\
+               $(D)/ft/$(r)/seed-$(s)/$(t)/metrics.cabert))) \
+             $(foreach r,$(RAW),$(foreach t,$(TASKS),$(D)/ft/$(r)/$(t)/metrics.cabert))
 
-# ---- The table: rows in the order PRETRAINED then RAW, tasks in GLUE order, then the cost of each row. ----
+# ---- The table: rows in the order PRETRAINED then RAW, tasks in GLUE order, then the cost of each row and its
+# pre-training's held-out accuracies (the mean over the pre-training seeds) beside their controls. ----
+PT_SEEDS_LINE = $(if $(filter 1,$(PRETRAIN_SEEDS)),One pre-training run per row (PRETRAIN_SEEDS=1): as to pre-training a smoke run; \
+  ± is over the fine-tuning seeds only.,Pre-training seeds: $(PRETRAIN_SEEDS) per pre-trained row (--seed 1-$(PRETRAIN_SEEDS)); \
+  ± is the SEM over them (each one's fine-tuning seeds averaged first); rows without pre-training: over the fine-tuning seeds.)
 $(D)/table.md: $(FINETUNED)
-	{ echo "$(TITLE)"; echo; \
+	{ echo "$(strip $(PT_SEEDS_LINE))"; echo; echo "$(TITLE)"; echo; \
 	  echo "Command: \`make -C recipes/$(notdir $(patsubst %/,%,$(HERE))) $(strip $(filter -j%,$(MAKEFLAGS)) $(SCALE) $(filter-out SCALE=%,$(MAKEOVERRIDES)))\`;" \
 	    "$$($(CABERT) --version | head -n 1);" \
 	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)); wall time from the first" \
 	    "step to this table $$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min."; echo; \
 	  $(CABERT) evaluate --summarize $(FINETUNED) --format markdown --aggregate mean-best; echo; \
-	  echo "| row | pre-training s | held-out accuracy % (ELECTRA: generator MLM, discriminator RTD) | fine-tuning s (all tasks and seeds) |"; \
+	  echo "| row | pre-training s (all seeds) | held-out accuracy % (ELECTRA: generator MLM, discriminator RTD; trivial: predicting \"original\" everywhere) | fine-tuning s (all tasks and seeds) |"; \
 	  echo "|---|---:|---:|---:|"; \
 	  for r in $(PRETRAINED) $(RAW); do \
 	    pt=-; acc=; \
-	    if [ -f $(D)/pt/$$r/time.txt ]; then \
-	      pt=$$(awk '{s += $$2} END {print s}' $(D)/pt/$$r/time.txt); \
-	      last=$$($(CABERT) inspect --json --limit -1 $(D)/pt/$$r/metrics.cabert | grep '"phase":"eval"' | tail -n 1); \
-	      for k in mlm rtd; do \
-	        v=$$(sed -n "s/.*\"$${k}_accuracy\":\([0-9.e-]*\).*/\1/p" <<< "$$last"); \
-	        [ -z "$$v" ] || acc="$${acc:+$$acc, }$$(awk -v k=$${k^^} -v v=$$v 'BEGIN {printf "%s %.1f", k, 100 * v}')"; \
+	    if compgen -G "$(D)/pt/$$r/seed-*/time.txt" > /dev/null; then \
+	      pt=$$(cat $(D)/pt/$$r/seed-*/time.txt | awk '{s += $$2} END {print s}'); \
+	      last=$$(for m in $(D)/pt/$$r/seed-*/metrics.cabert; do \
+	        $(CABERT) inspect --json --limit -1 $$m | grep '"phase":"eval"' | tail -n 1; done); \
+	      for k in mlm rtd rtd_trivial; do \
+	        v=$$(sed -n "s/.*\"$${k}_accuracy\":\([0-9.e-]*\).*/\1/p" <<< "$$last" | awk '{s += $$1; n++} END {if (n) printf "%.1f", 100 * s / n}'); \
+	        [ -z "$$v" ] || case $$k in \
+	          rtd_trivial) acc="$$acc (trivial $$v)";; \
+	          *) acc="$${acc:+$$acc, }$${k^^} $$v";; \
+	        esac; \
 	      done; \
 	    fi; \
-	    ft=$$(cat $(D)/ft/$$r/*/time.txt | awk '{s += $$2} END {print s}'); \
+	    ft=$$(find $(D)/ft/$$r -name time.txt -exec cat {} + | awk '{s += $$2} END {print s}'); \
 	    echo "| $$r | $$pt | $${acc:--} | $$ft |"; \
 	  done; } > $@.tmp
 	mv $@.tmp $@

@@ -30,6 +30,45 @@ RunAggregate parse_run_aggregate(const std::string& name) {
 
 namespace {
 
+// The mean over one pre-training run's fine-tuning runs (a failed run, NaN, is left out when others are not),
+// with their SEM and the metrics' means.
+struct RunMeans {
+  MeanSem score;
+  std::map<std::string, double> metrics;
+};
+
+RunMeans mean_over_runs(const std::vector<const pb::TaskMetrics*>& records) {
+  std::vector<double> scores;
+  std::map<std::string, std::vector<double>> values;
+  for (const auto* record : records) {
+    if (std::isnan(record->score()) && records.size() > 1) continue;  // a failed run (see better_score)
+    scores.push_back(record->score());
+    for (const auto& [name, value] : record->metrics()) values[name].push_back(value);
+  }
+  RunMeans means;
+  means.score = mean_and_sem(scores);
+  if (scores.empty()) means.score.mean = std::numeric_limits<double>::quiet_NaN();  // every run failed
+  for (const auto& [name, series] : values) means.metrics[name] = mean_and_sem(series).mean;
+  return means;
+}
+
+// Records grouped by the pre-training run they were fine-tuned from, in first-seen order; records without
+// one (older records, random initialisation) form one group.
+std::vector<std::vector<const pb::TaskMetrics*>> by_pretrain_run(const std::vector<const pb::TaskMetrics*>& records) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::vector<const pb::TaskMetrics*>> groups;
+  for (const auto* record : records) {
+    const std::string& key = record->pretrain_run();
+    if (groups.count(key) == 0) keys.push_back(key);
+    groups[key].push_back(record);
+  }
+  std::vector<std::vector<const pb::TaskMetrics*>> out;
+  for (const auto& key : keys) out.push_back(groups[key]);
+  return out;
+}
+
+// Mean of means: each pre-training run's fine-tuning runs are averaged first, then the pre-training runs; the
+// SEM is over the pre-training runs when there are several, else over the fine-tuning runs.
 SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggregate aggregate) {
   SummaryCell cell;
   cell.runs = records.size();
@@ -38,20 +77,30 @@ SummaryCell combine(const std::vector<const pb::TaskMetrics*>& records, RunAggre
     if (better_score(record->score(), best->score())) best = record;
   }
   cell.best = best->score();
+  const auto groups = by_pretrain_run(records);
+  cell.pretrain_runs = groups.size();
   if (aggregate == RunAggregate::kBest) {
     cell.score = best->score();
     cell.metrics.insert(best->metrics().begin(), best->metrics().end());
     return cell;
   }
+  if (groups.size() == 1) {
+    RunMeans means = mean_over_runs(records);
+    cell.score = means.score.mean;
+    cell.sem = means.score.sem;
+    cell.metrics = std::move(means.metrics);
+    return cell;
+  }
   std::vector<double> scores;
   std::map<std::string, std::vector<double>> values;
-  for (const auto* record : records) {
-    if (std::isnan(record->score()) && records.size() > 1) continue;  // a failed run (see better_score)
-    scores.push_back(record->score());
-    for (const auto& [name, value] : record->metrics()) values[name].push_back(value);
+  for (const auto& group : groups) {
+    RunMeans means = mean_over_runs(group);
+    if (std::isnan(means.score.mean)) continue;  // every fine-tuning run of this pre-trained model failed
+    scores.push_back(means.score.mean);
+    for (const auto& [name, value] : means.metrics) values[name].push_back(value);
   }
   MeanSem score = mean_and_sem(scores);
-  if (scores.empty()) score.mean = std::numeric_limits<double>::quiet_NaN();  // every run failed
+  if (scores.empty()) score.mean = std::numeric_limits<double>::quiet_NaN();
   cell.score = score.mean;
   cell.sem = score.sem;
   for (const auto& [name, series] : values) cell.metrics[name] = mean_and_sem(series).mean;
@@ -66,7 +115,7 @@ std::string fixed(double value, int decimals) {
 
 std::string cell_text(const SummaryCell& cell, const SummaryOptions& options, const char* plus_minus) {
   std::string text = fixed(cell.score, options.decimals);
-  if (cell.runs > 1 && options.aggregate != RunAggregate::kBest) {
+  if (cell.runs > 1 && options.aggregate != RunAggregate::kBest) {  // several pre-training or fine-tuning runs
     text += str(plus_minus, fixed(cell.sem, options.decimals));
   }
   if (cell.runs > 1 && options.aggregate == RunAggregate::kMeanAndBest) {
@@ -82,6 +131,21 @@ const char* aggregate_name(RunAggregate aggregate) {
     case RunAggregate::kMeanAndBest: return "mean-best";
   }
   return "";
+}
+
+// Which ± the cells show. Said whenever a row has several pre-training runs, and always in the papers' layout.
+std::string cells_description(const SummaryTable& table, const SummaryOptions& options) {
+  if (options.aggregate == RunAggregate::kBest) return "";
+  uint64_t most = 1;
+  for (const auto& [model, cells] : table.cells) {
+    for (const auto& [task, cell] : cells) most = std::max(most, cell.pretrain_runs);
+  }
+  const char* best = options.aggregate == RunAggregate::kMeanAndBest ? " (best run)" : "";
+  if (most == 1) return options.aggregate == RunAggregate::kMeanAndBest ? "mean ± SEM over the runs (best run)" : "";
+  return str("mean ± SEM over the pre-training seeds (up to ", most,
+             "; each seed's fine-tuning runs averaged first), or over the fine-tuning runs where a row has one "
+             "pre-training run or none",
+             best);
 }
 
 }  // namespace
@@ -146,6 +210,7 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
         entry["sem"] = cell.sem;
         entry["best"] = cell.best;
         entry["runs"] = cell.runs;
+        entry["pretrain_runs"] = cell.pretrain_runs;
         entry["metrics"] = cell.metrics;
         row["tasks"][task] = entry;
       }
@@ -182,6 +247,7 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
     }
     rows.push_back(row);
   }
+  const std::string cells_note = cells_description(table, options);
   std::string out;
   if (format == SummaryFormat::kTsv) {
     for (const auto* line : {&header}) {
@@ -218,8 +284,9 @@ std::string render_summary(const SummaryTable& table, SummaryFormat format, cons
     }
     out += str(" (MNLI-m/-mm count as one task; WNLI ", options.glue_with_wnli ? "included" : "left out",
                "; MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman)",
-               options.aggregate == RunAggregate::kMeanAndBest ? "; cells: mean ± SEM over the runs (best run)" : "",
-               "\n");
+               cells_note.empty() ? "" : "; cells: " + cells_note, "\n");
+  } else if (!cells_note.empty()) {
+    out += "\nCells: " + cells_note + "\n";
   }
   return out;
 }

@@ -27,7 +27,8 @@ struct SummaryOptions {
 struct SummaryCell {
   double score = 0, sem = 0;  // percent; sem over runs (0 for one record); the best run's score for kBest
   double best = 0;            // the best run's score (every aggregate)
-  uint64_t runs = 0;
+  uint64_t runs = 0;           // fine-tuning runs, over every pre-training run
+  uint64_t pretrain_runs = 1;  // distinct pre-training runs (TaskMetrics.pretrain_run); several: sem is over them
   std::map<std::string, double> metrics;  // aggregated like the score
 };
 
@@ -41,7 +42,8 @@ struct SummaryTable {
 };
 
 // Uses BEST_OF_RUN and EVALUATION records; per-epoch records are ignored. Several records for one model
-// and task (the runs of --runs N, or repeated evaluations) are combined as `options.aggregate` says.
+// and task (the runs of --runs N, or repeated evaluations) are combined as `options.aggregate` says; records of
+// several pre-training runs (pretrain_run) are averaged within each run first, and the SEM is over those runs.
 SummaryTable summarize(const std::vector<pb::TaskMetrics>& records, const SummaryOptions& options);
 
 std::string render_summary(const SummaryTable& table, SummaryFormat format, const SummaryOptions& options);

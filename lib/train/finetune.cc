@@ -153,6 +153,16 @@ void resolve_start(const FinetuneOptions& options, FinetuneSetup& setup) {
   }
 }
 
+// The pre-training run the encoder comes from (the summary's mean over pre-training seeds): a pre-trained
+// checkpoint's path and --seed; a fine-tuned one (--init-from-task) passes on the run it started from.
+std::pair<std::string, std::string> pretrain_run(const io::Checkpoint& init) {
+  const auto& metadata = init.info.metadata();
+  auto get = [&](const char* key) { return metadata.count(key) ? metadata.at(key) : std::string(); };
+  if (init.info.kind() == "finetune") return {get("pretrain_run"), get("pretrain_seed")};
+  if (init.path.empty()) return {};
+  return {fs::absolute(init.path).lexically_normal().string(), get("seed")};
+}
+
 // An encoder gets a task head; an encoder-decoder learns every classification task as text-to-text (Tay et al.).
 std::unique_ptr<FinetuneLearner> make_learner(const FinetuneOptions& options, const FinetuneSetup& setup,
                                               torch::Device device) {
@@ -283,6 +293,9 @@ class FinetuneEpochs : public EpochLearner {
       log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
                describe_metrics(predictions.metrics), ")");
       records.push_back(record);
+      const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);
+      record.set_pretrain_run(pretrain_path);
+      if (!pretrain_seed.empty()) record.set_pretrain_seed(std::stoull(pretrain_seed));
     }
     return records;
   }
@@ -300,6 +313,9 @@ class FinetuneEpochs : public EpochLearner {
     setup_.learner->describe(&info);
     return info;
   }
+    const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);
+    if (!pretrain_path.empty()) metadata["pretrain_run"] = pretrain_path;
+    if (!pretrain_seed.empty()) metadata["pretrain_seed"] = pretrain_seed;
 
   void save_best(int epoch, int64_t update, const std::vector<pb::TaskMetrics>& records) override {
     pb::CheckpointInfo info = checkpoint_info(epoch, update);

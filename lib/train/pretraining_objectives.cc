@@ -160,6 +160,7 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
 torch::Tensor joint_batch_loss(const StepOutput& out, const std::vector<double>& total_counts, int world_size) {
   if (world_size == 1) return out.loss;
   if (total_counts.size() != out.terms.size()) {
+  out.sums.add("rtd_replaced", (replaced * weights).sum());
     throw Error(str("internal: ", out.terms.size(), " loss terms, ", total_counts.size(), " counts"));
   }
   torch::Tensor loss;
@@ -176,7 +177,8 @@ std::vector<std::string> metric_sum_names(Objective objective) {
   switch (objective) {
     case Objective::kMlm: return {"mlm_loss_sum", "mlm_count", "mlm_correct"};
     case Objective::kElectra:
-      return {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct", "rtd_count"};
+      return {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct", "rtd_count",
+              "rtd_replaced"};
     case Objective::kSpanCorruption:
       return {"span_loss_sum", "span_tokens", "span_correct", "noise_tokens", "chunk_tokens"};
   }
@@ -208,3 +210,5 @@ std::map<std::string, double> summarise(const std::map<std::string, double>& sum
 }
 
 }  // namespace cabert::train
+    // The control: predicting "original" everywhere is right on every token the generator did not replace.
+    values["rtd_trivial_accuracy"] = 1.0 - get("rtd_replaced") / get("rtd_count");

@@ -93,6 +93,43 @@ TEST(Summary, TableRowsModelsColumnsTasksWithRunsAggregated) {
   EXPECT_NEAR(best.cells["small"]["SST-2"].score, 84.0, 1e-9);
 }
 
+// Several pre-training runs: the mean of each run's fine-tuning means, and the SEM over those means.
+TEST(Summary, PretrainingSeedsMeanOfMeansAndTheirSem) {
+  auto from = [](const std::string& pretrain_run, double accuracy) {
+    pb::TaskMetrics r = record("m", "SST-2", {{"accuracy", accuracy}});
+    r.set_pretrain_run(pretrain_run);
+    return r;
+  };
+  std::vector<pb::TaskMetrics> records = {from("/pt/1", 0.80), from("/pt/1", 0.84), from("/pt/2", 0.70),
+                                          from("/pt/2", 0.74), from("/pt/3", 0.90)};
+  records.push_back(record("m", "CoLA", {{"mcc", 0.30}}));  // an older record: one pre-training run
+  records.push_back(record("m", "CoLA", {{"mcc", 0.20}}));
+  SummaryOptions options;
+  SummaryTable table = summarize(records, options);
+  const SummaryCell& sst = table.cells["m"]["SST-2"];
+  // Means of the pre-training runs {82, 72, 90}: mean 244 / 3; deviations 2/3, -28/3, 26/3, squares summed
+  // 1464 / 9, variance / 2 = 732 / 9, SEM = sqrt(732 / 27).
+  EXPECT_EQ(sst.runs, 5u);
+  EXPECT_EQ(sst.pretrain_runs, 3u);
+  EXPECT_NEAR(sst.score, 244.0 / 3, 1e-9);
+  EXPECT_NEAR(sst.sem, std::sqrt(732.0 / 27), 1e-9);
+  EXPECT_NEAR(sst.best, 90.0, 1e-9);
+  EXPECT_NEAR(sst.metrics.at("accuracy"), 244.0 / 300, 1e-12);
+  const SummaryCell& cola = table.cells["m"]["CoLA"];
+  EXPECT_EQ(cola.pretrain_runs, 1u);
+  EXPECT_NEAR(cola.sem, 5.0, 1e-9);  // over the fine-tuning runs, as before
+  EXPECT_EQ(render_summary(table, SummaryFormat::kMarkdown, options),
+            "| model | CoLA | SST-2 | GLUE |\n"
+            "|---|---:|---:|---:|\n"
+            "| m | 25.0 ± 5.0 | 81.3 ± 5.2 | 53.2 |\n"
+            "\nGLUE: mean of the task scores over CoLA, SST-2 (MNLI-m/-mm count as one task; WNLI left out; "
+            "MRPC/QQP: mean of F1 and accuracy; STS-B: mean of Pearson and Spearman); cells: mean ± SEM over the "
+            "pre-training seeds (up to 3; each seed's fine-tuning runs averaged first), or over the fine-tuning "
+            "runs where a row has one pre-training run or none\n");
+  auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
+  EXPECT_EQ(json["models"][0]["tasks"]["SST-2"]["pretrain_runs"], 3);
+}
+
 // A "GLUE" of one task repeats that task's score: the column needs two GLUE tasks (MNLI-m/-mm are one).
 TEST(Summary, OneGlueTaskGetsNoGlueColumn) {
   SummaryOptions options;

@@ -458,7 +458,7 @@ TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
   auto result = run_command(cabert_binary() + " --threads 1 --quiet build-corpus -m " + dir_ + "/tok.model -i " + dir_ +
                             "/text.txt --max-length 48 -o " + corpus);
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  result = run_command(cabert_binary() + " --threads 1 --quiet pretrain --preset bert-tiny-absolute --corpus " +
+  result = run_command(cabert_binary() + " --threads 1 --seed 7 --quiet pretrain --preset bert-tiny-absolute --corpus " +
                        corpus + " --model-dir " + dir_ +
                        "/pretrain --steps 4 --batch-size 8 --save-every 0 "
                        "--eval-examples 8");
@@ -476,6 +476,12 @@ TEST_F(FinetuneCli, InitFromAPretrainingCheckpoint) {
                        rte + " --model-dir " + dir_ + "/init-rte-model --epochs 1 --max-length 48");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_TRUE(fs::exists(dir_ + "/init-rte-model/best.cabert"));
+  // Every dev record names the pre-training run it started from (the summary's mean over pre-training seeds).
+  auto records = read_metrics(dir_ + "/init-rte-model/metrics.cabert");
+  const pb::TaskMetrics* best = best_record(records, "RTE");
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->pretrain_run(), fs::absolute(checkpoint).lexically_normal().string());
+  EXPECT_EQ(best->pretrain_seed(), 7u);
   // A pre-training checkpoint is not something `evaluate` can score.
   result = run_command(cabert_binary() + " --threads 1 evaluate --model " + checkpoint + " --data " + rte + "/dev.tsv");
   EXPECT_EQ(result.exit_code, 3) << result.err;
