@@ -290,12 +290,12 @@ class FinetuneEpochs : public EpochLearner {
       for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
       record.set_score(predictions.score);
       record.set_checkpoint(fs::absolute(run_checkpoint_).lexically_normal().string());
-      log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
-               describe_metrics(predictions.metrics), ")");
-      records.push_back(record);
       const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);
       record.set_pretrain_run(pretrain_path);
       if (!pretrain_seed.empty()) record.set_pretrain_seed(std::stoull(pretrain_seed));
+      log_info("finetune: epoch ", epoch, " ", dev.metrics_task, " dev: score ", predictions.score, " (",
+               describe_metrics(predictions.metrics), ")");
+      records.push_back(record);
     }
     return records;
   }
@@ -310,12 +310,12 @@ class FinetuneEpochs : public EpochLearner {
     metadata["run"] = std::to_string(run_);
     metadata["seed"] = std::to_string(options_.seed + run_);
     metadata["initialised_from"] = options_.preset.empty() ? setup_.init.path : "random (" + options_.preset + ")";
-    setup_.learner->describe(&info);
-    return info;
-  }
     const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);
     if (!pretrain_path.empty()) metadata["pretrain_run"] = pretrain_path;
     if (!pretrain_seed.empty()) metadata["pretrain_seed"] = pretrain_seed;
+    setup_.learner->describe(&info);
+    return info;
+  }
 
   void save_best(int epoch, int64_t update, const std::vector<pb::TaskMetrics>& records) override {
     pb::CheckpointInfo info = checkpoint_info(epoch, update);

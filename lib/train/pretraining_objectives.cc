@@ -154,13 +154,13 @@ StepOutput Objectives::compute(const data::Batch& batch, std::mt19937_64& rng) {
   out.sums.add("rtd_batches", 1.0);
   out.sums.add("rtd_correct", (rtd_logits.gt(0).to(torch::kFloat).eq(replaced).to(torch::kFloat) * weights).sum());
   out.sums.add("rtd_count", weights.sum());
+  out.sums.add("rtd_replaced", (replaced * weights).sum());
   return out;
 }
 
 torch::Tensor joint_batch_loss(const StepOutput& out, const std::vector<double>& total_counts, int world_size) {
   if (world_size == 1) return out.loss;
   if (total_counts.size() != out.terms.size()) {
-  out.sums.add("rtd_replaced", (replaced * weights).sum());
     throw Error(str("internal: ", out.terms.size(), " loss terms, ", total_counts.size(), " counts"));
   }
   torch::Tensor loss;
@@ -205,10 +205,10 @@ std::map<std::string, double> summarise(const std::map<std::string, double>& sum
   if (objective == Objective::kElectra && get("rtd_count") > 0) {
     values["rtd_loss"] = get("rtd_loss_sum") / std::max(1.0, get("rtd_batches"));
     values["rtd_accuracy"] = get("rtd_correct") / get("rtd_count");
+    // The control: predicting "original" everywhere is right on every token the generator did not replace.
+    values["rtd_trivial_accuracy"] = 1.0 - get("rtd_replaced") / get("rtd_count");
   }
   return values;
 }
 
 }  // namespace cabert::train
-    // The control: predicting "original" everywhere is right on every token the generator did not replace.
-    values["rtd_trivial_accuracy"] = 1.0 - get("rtd_replaced") / get("rtd_count");
