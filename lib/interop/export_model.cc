@@ -7,6 +7,7 @@
 #include "lib/core/files.h"
 #include "lib/core/log.h"
 #include "lib/eval/checkpoint_tokenizer.h"
+#include "lib/interop/embedded_python.h"
 #include "lib/interop/hf_config.h"
 #include "lib/interop/tokenizer_files.h"
 #include "lib/io/safetensors_torch.h"
@@ -48,7 +49,11 @@ ExportFacts export_facts(const io::Checkpoint& checkpoint, ModelHead head,
       facts.labels = definition.labels;
     }
   }
-  if (head == ModelHead::kClassification) facts.num_labels = tensors.at("head.4.weight").size(0);
+  if (head == ModelHead::kClassification) {
+    facts.num_labels = tensors.at("head.4.weight").size(0);
+    auto pooling = info.metadata().find("pooling");
+    facts.pooling = pooling != info.metadata().end() && !pooling->second.empty() ? pooling->second : "cls";
+  }
   return facts;
 }
 
@@ -108,6 +113,22 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
       text += "\nHF has no ConvBERT pre-training class: `discriminator_predictions.*` hold the replaced-token head\n"
               "(dense, GELU, dense_prediction), which `ConvBertModel` ignores.\n";
     }
+  } else if (architecture.rfind("Cabert", 0) == 0) {
+    const std::string auto_class = architecture == "CabertForMaskedLM" ? "AutoModelForMaskedLM"
+                                   : architecture == "CabertForSequenceClassification"
+                                       ? "AutoModelForSequenceClassification"
+                                   : architecture == "CabertForQuestionAnswering" ? "AutoModelForQuestionAnswering"
+                                   : architecture == "CabertForPreTraining"       ? "AutoModelForPreTraining"
+                                                                                  : "AutoModel";
+    text += str("No class of transformers computes this model (", why_not,
+                "); its code is here, `modeling_cabert.py` and `configuration_cabert.py` (plain PyTorch, cabert's own, "
+                "the papers' equations named), which config.json's `auto_map` registers:\n\n```python\nfrom "
+                "transformers import ",
+                auto_class, "\n", tokenize, "model = ", auto_class,
+                ".from_pretrained(\"DIR\", trust_remote_code=True).eval()\n"
+                "out = model(input_ids=ids, attention_mask=torch.ones_like(ids))\n```\n\n"
+                "`AutoModel` gives the encoder's hidden states; the tensors keep cabert's module names, and\n"
+                "`config.json[\"cabert\"][\"model\"]` is the exact model config.\n");
   } else {
     text += str(
         "No Hugging Face class computes this model: ", why_not,
@@ -123,6 +144,16 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
 void write_model_dir(const std::string& dir, const Named& tensors, const nlohmann::json& config,
                      const text::Tokenizer& tokenizer, int max_length, const std::string& readme) {
   create_output_directory(dir, "--output");
+  // transformers' trust_remote_code loads these two when config.json's auto_map names them; an earlier
+  // export's copies would belong to another model.
+  for (const auto& file : hf_python_sources()) {
+    const fs::path path = fs::path(dir) / file.name;
+    if (config.contains("auto_map")) {
+      write_file_atomically(path.string(), file.text);
+    } else if (fs::exists(path)) {
+      fs::remove(path);
+    }
+  }
   io::write_tensors_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");
   write_tokenizer_files(dir, tokenizer, max_length);
@@ -219,7 +250,14 @@ ExportSummary export_checkpoint(const ExportOptions& options) {
       check_all_linked(generator, links, options.checkpoint);
       g_exported = rename_for_hf(generator, links, options.checkpoint);
     } else {
-      for (const auto& [name, tensor] : generator) g_exported.emplace_back(name, tensor);
+      // As a masked LM of its own (modeling_cabert.CabertForMaskedLM, MlmModel of the generator's config): its
+      // stack and head take the encoder's and the MLM head's names.
+      for (const auto& [name, tensor] : generator) {
+        std::string renamed = name;
+        if (name.rfind("generator.", 0) == 0) renamed = "encoder.stack." + name.substr(10);
+        if (name.rfind("generator_head.", 0) == 0) renamed = "mlm_head." + name.substr(15);
+        g_exported.emplace_back(renamed, tensor);
+      }
     }
     nlohmann::json g_json = export_config_json(g, g_target.family, g_facts);
     write_model_dir(generator_dir.string(), g_exported, g_json, tokenizer, config.max_length(),

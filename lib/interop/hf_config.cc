@@ -37,10 +37,43 @@ std::string model_config_to_json(const pb::ModelConfig& config) {
   return out;
 }
 
+std::string cabert_python_class(const pb::ModelConfig& config, ModelHead head) {
+  if (config.has_seq2seq()) return "";
+  switch (head) {
+    case ModelHead::kEncoder: return "CabertModel";
+    case ModelHead::kMlm: return "CabertForMaskedLM";
+    case ModelHead::kElectra: return "CabertForPreTraining";
+    case ModelHead::kClassification: return "CabertForSequenceClassification";
+    case ModelHead::kSpan: return "CabertForQuestionAnswering";
+  }
+  return "";
+}
+
+namespace {
+
+// transformers' Auto classes -> modeling_cabert.py's: every head class loads the encoder (AutoModel) and its own.
+json cabert_auto_map(const std::string& head_class) {
+  json map;
+  map["AutoConfig"] = "configuration_cabert.CabertConfig";
+  map["AutoModel"] = "modeling_cabert.CabertModel";
+  const char* auto_class = head_class == "CabertForMaskedLM"                 ? "AutoModelForMaskedLM"
+                           : head_class == "CabertForSequenceClassification" ? "AutoModelForSequenceClassification"
+                           : head_class == "CabertForQuestionAnswering"      ? "AutoModelForQuestionAnswering"
+                           : head_class == "CabertForPreTraining"            ? "AutoModelForPreTraining"
+                                                                             : nullptr;
+  if (auto_class) map[auto_class] = "modeling_cabert." + head_class;
+  return map;
+}
+
+}  // namespace
+
 json export_config_json(const pb::ModelConfig& config, HfFamily family, const ExportFacts& facts) {
   json j;
-  j["architectures"] = {family == HfFamily::kNone ? str("cabert/", model_head_name(facts.head))
-                                                  : hf_architecture(family, facts.head)};
+  const std::string python_class = family == HfFamily::kNone ? cabert_python_class(config, facts.head) : "";
+  j["architectures"] = {family != HfFamily::kNone ? hf_architecture(family, facts.head)
+                        : python_class.empty()    ? str("cabert/", model_head_name(facts.head))
+                                                  : python_class};
+  if (!python_class.empty()) j["auto_map"] = cabert_auto_map(python_class);
   j["model_type"] = hf_model_type(family);
   j["vocab_size"] = config.vocab_size();
   j["hidden_size"] = config.hidden_size();
@@ -81,6 +114,7 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
   block["objective"] = facts.objective;
   block["step"] = facts.step;
   if (!facts.task.empty()) block["task"] = facts.task;
+  if (!facts.pooling.empty()) block["pooling"] = facts.pooling;
   if (facts.head == ModelHead::kClassification && family != HfFamily::kBert) {
     block["classifier"] = "BERT pooler: out_proj(tanh(dense(h[CLS]))); HF's head applies GELU (cabert docs/export.md)";
   }

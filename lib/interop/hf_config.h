@@ -24,7 +24,12 @@ struct ExportFacts {
   std::vector<std::string> labels;  // classification labels in class order; empty for regression and spans
   bool regression = false;
   int64_t num_labels = 0;  // classification: labels, regression: 1
+  std::string pooling;     // classification: "cls" or "mean" (finetune --pooling)
 };
+
+// Models no transformers class computes, encoders only: the class of modeling_cabert.py (written beside the
+// weights, lib/interop/embedded_python.h) for the head, "" when there is none (the encoder-decoders).
+std::string cabert_python_class(const pb::ModelConfig& config, ModelHead head);
 
 nlohmann::json export_config_json(const pb::ModelConfig& config, HfFamily family, const ExportFacts& facts);
 

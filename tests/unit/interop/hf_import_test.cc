@@ -136,7 +136,7 @@ TEST_F(HfImport, CabertOnlyModelsKeepTheirNamesAndComeBackExactly) {
   testing::write_text(path("composite/generator/config.json"), "{}");  // an earlier ELECTRA export's generator
   ExportSummary summary = export_checkpoint({path("composite.cabert"), path("composite"), ""});
   EXPECT_EQ(summary.family, HfFamily::kNone);
-  EXPECT_EQ(summary.architecture, "cabert/mlm");
+  EXPECT_EQ(summary.architecture, "CabertForMaskedLM");
   EXPECT_FALSE(fs::exists(path("composite/generator"))) << "a stale generator/ stayed beside another model";
   EXPECT_NE(summary.why_not.find("'composite'"), std::string::npos) << summary.why_not;
 
