@@ -1,6 +1,7 @@
 #include "lib/eval/text_to_text.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "lib/core/errors.h"
@@ -9,6 +10,24 @@
 #include "lib/eval/translation.h"
 
 namespace cabert::eval {
+namespace {
+
+}  // namespace
+
+std::string most_frequent_outputs(const std::vector<std::string>& outputs, size_t shown) {
+  std::map<std::string, size_t> counts;
+  for (const auto& output : outputs) ++counts[output];
+  std::vector<std::pair<std::string, size_t>> ranked(counts.begin(), counts.end());
+  // By count, then by text: the same outputs are described alike in every run.
+  std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::string text;
+  for (size_t i = 0; i < std::min(shown, ranked.size()); ++i) {
+    text += str(i > 0 ? ", " : "", "\"", ranked[i].first, "\" x", ranked[i].second);
+  }
+  if (ranked.size() > shown) text += str(", and ", ranked.size() - shown, " other outputs");
+  return text;
+}
+
 namespace {
 
 std::string trimmed(const std::string& text) {
@@ -86,6 +105,7 @@ SplitPredictions score_generated(const tasks::TaskDefinition& definition, const 
   tasks::LabelMap labels(definition.labels);
   std::vector<int> predicted, gold;
   uint64_t unmatched = 0;
+  std::vector<std::string> unmatched_outputs;
   for (size_t i = 0; i < count; ++i) {
     const tasks::TaskExample& example = split.data.examples[i];
     const int cls = matcher.match(generated[i]);
@@ -93,13 +113,13 @@ SplitPredictions score_generated(const tasks::TaskDefinition& definition, const 
     out.predictions.push_back(cls >= 0 ? definition.labels[static_cast<size_t>(cls)] : generated[i]);
     out.golds.push_back(split.labeled ? example.label : "");
     out.scores.emplace_back();
-    if (cls < 0) ++unmatched;
+    if (cls < 0) ++unmatched, unmatched_outputs.push_back(generated[i]);
     predicted.push_back(cls);
     if (split.labeled) gold.push_back(labels.index(example.label, split.path, example.line));
   }
   if (unmatched > 0) {
     log_info("text-to-text: ", unmatched, " of ", count, " outputs of ", split.path,
-             " match no label text (counted wrong)");
+             " match no label text (counted wrong); the decoder generated ", most_frequent_outputs(unmatched_outputs, 3));
   }
   if (split.labeled) {
     out.metrics = classification_metrics(definition, predicted, gold);

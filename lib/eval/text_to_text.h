@@ -34,6 +34,11 @@ class LabelMatcher {
   int64_t longest_ = 1;
 };
 
+// The `shown` most frequent of `outputs` with their counts, most frequent first (ties by text):
+// "\"desc desc\" x40, \"\" x10, and 3 other outputs". What the log says the decoder generated when it matched
+// no label text.
+std::string most_frequent_outputs(const std::vector<std::string>& outputs, size_t shown);
+
 // The predictions and metrics of generated outputs (one per example of `split`, in order). Exposed for tests.
 SplitPredictions score_generated(const tasks::TaskDefinition& definition, const LabelMatcher& matcher,
                                  const tasks::TaskSplit& split, const std::vector<std::string>& generated);

@@ -279,6 +279,8 @@ class FinetuneEpochs : public EpochLearner {
 
   std::vector<pb::TaskMetrics> evaluate_epoch(int epoch, int64_t /*update*/, double /*train_loss*/) override {
     std::vector<pb::TaskMetrics> records;
+    const eval::MetricMap diagnostics = setup_.learner->training_diagnostics();
+    if (!diagnostics.empty()) log_info("finetune: epoch ", epoch, " on training examples: ", describe_metrics(diagnostics));
     for (const auto& dev : setup_.task.dev) {
       eval::SplitPredictions predictions = setup_.learner->evaluate(dev);
       pb::TaskMetrics record;
@@ -288,6 +290,7 @@ class FinetuneEpochs : public EpochLearner {
       record.set_data(dev.path);
       record.set_examples(dev.size());
       for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
+      for (const auto& [metric, value] : diagnostics) (*record.mutable_metrics())[metric] = value;
       record.set_score(predictions.score);
       record.set_checkpoint(fs::absolute(run_checkpoint_).lexically_normal().string());
       const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);

@@ -28,6 +28,9 @@ class FinetuneLearner {
   virtual eval::SplitPredictions evaluate(const tasks::TaskSplit& split) = 0;
   // Checkpoint metadata beyond the task's (how to read the model back).
   virtual void describe(pb::CheckpointInfo* /*info*/) const {}
+  // Metrics of the model on (a fixed part of) its own training examples, "train_"-prefixed, added to every
+  // epoch's records beside dev (text-to-text: teacher-forced and generated accuracy); none by default.
+  virtual eval::MetricMap training_diagnostics() { return {}; }
 };
 
 }  // namespace cabert::train

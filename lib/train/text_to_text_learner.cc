@@ -1,5 +1,7 @@
 #include "lib/train/text_to_text_learner.h"
 
+#include <algorithm>
+
 #include "lib/core/errors.h"
 #include "lib/core/log.h"
 #include "lib/data/seq2seq_batches.h"
@@ -12,6 +14,8 @@ namespace {
 
 class TextToTextLearner : public FinetuneLearner {
  public:
+  static constexpr size_t kDiagnosedExamples = 256;
+
   explicit TextToTextLearner(const TextToTextSetup& setup) : setup_(setup) {
     if (!setup.config.has_seq2seq()) {
       throw UsageError(
@@ -62,6 +66,49 @@ class TextToTextLearner : public FinetuneLearner {
     // Generation runs without gradients; predict_text_to_text restores training mode.
     return eval::predict_text_to_text(model_, setup_.definition, setup_.verbalizer, split, *setup_.tokenizer,
                                       setup_.predict);
+  }
+
+  // On the first kDiagnosedExamples training examples (file order, fixed across epochs and runs), in eval mode:
+  // teacher-forced token accuracy (argmax = target at every real target position, EOS included), teacher-forced
+  // exact match (every position right: the output greedy decoding would then produce), and the generated
+  // accuracy and unmatched fraction that dev reports. Low training accuracy beside low dev accuracy reads as
+  // under-fitting; a gap between teacher-forced and generated accuracy as exposure to its own outputs.
+  eval::MetricMap training_diagnostics() override {
+    const size_t count = std::min(kDiagnosedExamples, examples_.size());
+    if (count == 0) return {};
+    const bool was_training = model_->is_training();
+    model_->eval();
+    double right_tokens = 0, tokens = 0, exact = 0;
+    {
+      torch::NoGradGuard no_grad;
+      const torch::Device device = setup_.predict.device;
+      const size_t batch_size = static_cast<size_t>(std::max(setup_.predict.batch_size, 1));
+      for (size_t begin = 0; begin < count; begin += batch_size) {
+        std::vector<size_t> rows;
+        for (size_t r = begin; r < std::min(count, begin + batch_size); ++r) rows.push_back(r);
+        data::Seq2SeqBatch batch = data::make_seq2seq_batch(examples_, rows);
+        torch::Tensor logits = model_->forward(batch.source.to(device), batch.source_mask.to(device),
+                                               batch.target_in.to(device), batch.target_mask.to(device));
+        torch::Tensor mask = batch.target_mask.to(device);
+        torch::Tensor right = logits.argmax(-1).eq(batch.target_out.to(device)).logical_and(mask);
+        right_tokens += right.sum().item<double>();
+        tokens += static_cast<double>(batch.target_tokens);
+        exact += right.sum(1).eq(mask.sum(1)).sum().item<double>();
+      }
+    }
+    if (was_training) model_->train();
+    tasks::TaskSplit train;
+    train.path = setup_.train->path + " (the first " + std::to_string(count) + " training examples)";
+    train.metrics_task = setup_.definition.name;
+    train.data.path = setup_.train->path;
+    train.data.examples.assign(setup_.train->examples.begin(),
+                               setup_.train->examples.begin() + static_cast<std::ptrdiff_t>(count));
+    const eval::SplitPredictions generated = eval::predict_text_to_text(
+        model_, setup_.definition, setup_.verbalizer, train, *setup_.tokenizer, setup_.predict);
+    return {{"train_teacher_forced_token_accuracy", right_tokens / std::max(tokens, 1.0)},
+            {"train_teacher_forced_exact", exact / static_cast<double>(count)},
+            {"train_generated_accuracy", generated.metrics.at("accuracy")},
+            {"train_generated_unmatched", generated.metrics.at("unmatched")}};
   }
 
   void describe(pb::CheckpointInfo* info) const override {

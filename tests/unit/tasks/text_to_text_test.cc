@@ -145,6 +145,14 @@ TEST(ScoreGenerated, AnOutputMatchingNoLabelIsWrongAndReported) {
 
 // A submission (an unlabelled file's predictions) holds only the task's labels: an unmatched output is refused,
 // or written as --unmatched-label.
+TEST(MostFrequentOutputs, CountsFirstThenTextAndTheRestCounted) {
+  using eval::most_frequent_outputs;
+  EXPECT_EQ(most_frequent_outputs({"b", "desc desc", "", "desc desc", "a", "", "desc desc", "c"}, 3),
+            "\"desc desc\" x3, \"\" x2, \"a\" x1, and 2 other outputs");
+  EXPECT_EQ(most_frequent_outputs({"x"}, 3), "\"x\" x1");
+  EXPECT_EQ(most_frequent_outputs({}, 3), "");
+}
+
 TEST(SubmissionLabelsOnly, AnUnmatchedOutputIsRefusedOrWrittenAsTheGivenLabel) {
   TaskDefinition sst2 = glue("SST-2");
   eval::SplitPredictions submission;

@@ -172,6 +172,32 @@ TEST_F(FinetuneResumeTest, TextToTextStoppedInTheSecondEpochResumesToTheUninterr
   expect_same_weights(full.model_dir + "/best.cabert", stopped.model_dir + "/best.cabert");
   expect_same_weights(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
   expect_same_records(full.model_dir + "/metrics.cabert", stopped.model_dir + "/metrics.cabert");
+
+  // Every epoch reports accuracy on the training examples beside dev (issue 60): teacher-forced exact match
+  // implies that greedy decoding writes the label text, so it never exceeds the generated accuracy; and the
+  // best epoch's generated training accuracy is what `evaluate` scores the best checkpoint at on the training
+  // file (all 48 examples: fewer than the 256 diagnosed).
+  const uint32_t best_epoch = io::read_checkpoint_info(full.model_dir + "/last.cabert").position().best_epoch();
+  double best_generated = -1;
+  for (const auto& r : testing::read_records<pb::TaskMetrics>(full.model_dir + "/metrics.cabert",
+                                                              "cabert.pb.TaskMetrics")) {
+    if (r.kind() != pb::TaskMetrics::EPOCH) continue;
+    for (const char* metric : {"train_teacher_forced_token_accuracy", "train_teacher_forced_exact",
+                               "train_generated_accuracy", "train_generated_unmatched"}) {
+      ASSERT_EQ(r.metrics().count(metric), 1u) << metric;
+      EXPECT_GE(r.metrics().at(metric), 0.0) << metric;
+      EXPECT_LE(r.metrics().at(metric), 1.0) << metric;
+    }
+    EXPECT_LE(r.metrics().at("train_teacher_forced_exact"), r.metrics().at("train_generated_accuracy"));
+    if (r.epoch() == best_epoch) best_generated = r.metrics().at("train_generated_accuracy");
+  }
+  const auto evaluated = testing::run_command(testing::cabert_binary() + " -q evaluate --model " + full.model_dir +
+                                              "/best.cabert --data " + *dir_ + "/train.tsv -o " + *dir_ +
+                                              "/t5-train.metrics");
+  ASSERT_EQ(evaluated.exit_code, 0) << evaluated.err;
+  const auto on_train = testing::read_records<pb::TaskMetrics>(*dir_ + "/t5-train.metrics", "cabert.pb.TaskMetrics");
+  ASSERT_EQ(on_train.size(), 1u);
+  EXPECT_NEAR(on_train[0].metrics().at("accuracy"), best_generated, 1e-12);
 }
 
 // --resume with nothing to resume starts afresh; a finished run resumed trains nothing and reports the same; a
