@@ -105,6 +105,12 @@ StepOutput Objectives::compute_span_corruption(const data::Batch& batch, std::mt
   out.sums.add("span_loss_sum", loss.nll);
   out.sums.add("span_tokens", tokens);
   out.sums.add("span_correct", logits.argmax(-1).eq(target_out).logical_and(s2s.target_mask.to(device_)).sum());
+  // The targets' structure: the sentinels and the EOS (span_accuracy's trivial part, see summarise).
+  const int64_t eos = 3;  // make_seq2seq_batch's default EOS, [SEP]
+  torch::Tensor sentinel = target_out.ge(span_.first_sentinel_id)
+                               .logical_and(target_out.lt(span_.first_sentinel_id + span_.num_sentinels));
+  out.sums.add("span_structure_tokens",
+               sentinel.logical_or(target_out.eq(eos)).logical_and(s2s.target_mask.to(device_)).sum());
   out.sums.add("noise_tokens", static_cast<double>(corrupted.noise_tokens));
   out.sums.add("chunk_tokens", static_cast<double>(corrupted.chunk_tokens));
   return out;
@@ -180,7 +186,7 @@ std::vector<std::string> metric_sum_names(Objective objective) {
       return {"mlm_loss_sum", "mlm_count", "mlm_correct", "rtd_loss_sum", "rtd_batches", "rtd_correct", "rtd_count",
               "rtd_replaced"};
     case Objective::kSpanCorruption:
-      return {"span_loss_sum", "span_tokens", "span_correct", "noise_tokens", "chunk_tokens"};
+      return {"span_loss_sum", "span_tokens", "span_correct", "noise_tokens", "chunk_tokens", "span_structure_tokens"};
   }
   return {};
 }
@@ -200,6 +206,9 @@ std::map<std::string, double> summarise(const std::map<std::string, double>& sum
     values["span_loss"] = get("span_loss_sum") / get("span_tokens");
     values["perplexity"] = std::exp(values["span_loss"]);
     values["span_accuracy"] = get("span_correct") / get("span_tokens");
+    // The accuracy of a model right on every sentinel and EOS and wrong on every span token: the part of
+    // span_accuracy the targets' format gives away, which a model must pass to have learned the text.
+    values["span_structure_fraction"] = get("span_structure_tokens") / get("span_tokens");
   }
   if (get("chunk_tokens") > 0) values["noise_fraction"] = get("noise_tokens") / get("chunk_tokens");
   if (objective == Objective::kElectra && get("rtd_count") > 0) {
