@@ -101,11 +101,20 @@ class DataParallelCli : public ::testing::Test {
 };
 std::string DataParallelCli::root_;
 
-void expect_same_model(const std::string& a, const std::string& b, double tolerance) {
+// `except_key_biases`: attention's key biases are left out. Softmax is unchanged by a bias added to every key
+// of a query, so their gradient is zero up to rounding, and Adam, which divides a gradient by its own running
+// size, turns rounding noise that differs between one process and two into lr-sized steps (seen: 2.3e-4 after
+// 22 updates at lr 3e-3, while every other tensor agreed to 2e-5).
+void expect_same_model(const std::string& a, const std::string& b, double tolerance, bool except_key_biases = false) {
   io::Checkpoint x = io::load_checkpoint(a), y = io::load_checkpoint(b);
   size_t compared = 0;
   for (const auto& [name, tensor] : x.tensors) {
     if (name.rfind("model/", 0) != 0) continue;
+    const std::string suffix = ".key.bias";
+    if (except_key_biases && name.size() > suffix.size() &&
+        name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+      continue;
+    }
     ASSERT_TRUE(y.tensors.count(name)) << name;
     const torch::Tensor& other = y.tensors.at(name);
     if (tensor.is_floating_point()) {
@@ -329,7 +338,7 @@ TEST_F(DataParallelCli, TranslationTwoRanksOfHalfBudgetsGiveTheWeightsOfOneRank)
   EXPECT_EQ(last_two.position().update(), last_one.position().update()) << "the same joint batches";
   EXPECT_EQ(last_two.world_size(), 2u);
   EXPECT_EQ(last_two.ranks_size(), 2);
-  expect_same_model(one + "/last.cabert", two + "/last.cabert", 2e-5);
+  expect_same_model(one + "/last.cabert", two + "/last.cabert", 2e-5, /*except_key_biases=*/true);
   // The training losses (the joint loss) agree too.
   auto losses = [](const std::string& model_dir) {
     std::vector<double> out;
