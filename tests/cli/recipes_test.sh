@@ -19,8 +19,9 @@ for recipe in chang2021 convbert2020 tay2021 wu2019; do
   make --no-print-directory -n -C "$recipes/$recipe" paper CABERT="$CABERT" OUT="$work/dry-$recipe" \
     LAUNCH="$launch" > "$work/dry-$recipe.txt" 2>&1 || fail "$recipe: make -n paper failed: $(tail -n 5 "$work/dry-$recipe.txt")"
   # One line per cabert command: "PREFIX|subcommand".
-  grep -oE "($launch )?$CABERT( --threads [0-9]+)?( -q)? [a-z-]+" "$work/dry-$recipe.txt" |
-    sed -E "s#^(.*)$CABERT( --threads [0-9]+)?( -q)? ([a-z-]+)\$#\1|\4#" > "$work/dry-$recipe.commands"
+  # (Global options may stand before the subcommand: --threads, --seed, -q.)
+  grep -oE "($launch )?$CABERT( --threads [0-9]+)?( --seed [0-9]+)?( -q)? [a-z-]+" "$work/dry-$recipe.txt" |
+    sed -E "s#^(.*)$CABERT( --threads [0-9]+)?( --seed [0-9]+)?( -q)? ([a-z-]+)\$#\1|\5#" > "$work/dry-$recipe.commands"
   if grep -Eq "^\|(pretrain|finetune)\$" "$work/dry-$recipe.commands"; then
     fail "$recipe: a training command of make paper lacks LAUNCH: $(grep -E '^\|(pretrain|finetune)' "$work/dry-$recipe.commands" | head -n 3)"
   fi
