@@ -207,7 +207,7 @@ void add_translation_flags(CLI::App* sub, FinetuneCommand* command) {
                   "Translation: padded source + target tokens per batch and process (the joint batch: N x this)")
       ->capture_default_str();
   sub->add_option("--schedule", t.schedule, "Translation: inverse-sqrt or linear (decay to 0)")->capture_default_str();
-  sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, 10% of updates))")
+  sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, half the updates), or what a resumed run recorded)")
       ->capture_default_str();
   sub->add_option("--label-smoothing", t.label_smoothing,
                   "Encoder-decoders: epsilon (translation: default the config's, 0.1; text-to-text: default 0)");

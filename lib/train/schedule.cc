@@ -18,6 +18,16 @@ double inverse_sqrt(double peak, int64_t update, int64_t warmup) {
   return peak * std::sqrt(steady / static_cast<double>(std::max<int64_t>(update, 1)));
 }
 
+Warmup translation_warmup(int64_t given, int64_t total_updates, int64_t recorded, bool resuming) {
+  if (given >= 0) return {given, "given (--warmup-steps)"};
+  if (recorded >= 0) return {recorded, "the resumed run's"};
+  if (resuming) {
+    return {std::min<int64_t>(4000, std::llround(0.1 * static_cast<double>(total_updates))),
+            "min(4000, 10% of the updates): the rule of the cabert that started this run"};
+  }
+  return {std::min<int64_t>(4000, total_updates / 2), "min(4000, half the updates)"};
+}
+
 double clip_gradients(const std::vector<torch::Tensor>& parameters, double max_norm) {
   torch::NoGradGuard no_grad;
   std::vector<torch::Tensor> grads;

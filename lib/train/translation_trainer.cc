@@ -194,14 +194,16 @@ io::NamedTensors average_checkpoints(const std::vector<std::string>& paths) {
 class TranslationLearner : public EpochLearner {
  public:
   TranslationLearner(const TranslationTrainOptions& options, const ModelStart& start, const TranslationData& data,
-                     models::Seq2SeqModel& model, torch::Device device, const dist::Communicator& communicator)
+                     models::Seq2SeqModel& model, torch::Device device, const dist::Communicator& communicator,
+                     int64_t warmup_updates)
       : options_(options),
         start_(start),
         data_(data),
         model_(model),
         device_(device),
         communicator_(communicator),
-        name_(model_name(options)) {
+        name_(model_name(options)),
+        warmup_updates_(warmup_updates) {
     best_path_ = (fs::path(options.model_dir) / "best.cabert").string();
   }
 
@@ -268,6 +270,7 @@ class TranslationLearner : public EpochLearner {
     m["max_source_tokens"] = std::to_string(options_.max_source_tokens);
     m["max_target_tokens"] = std::to_string(options_.max_target_tokens);
     m["epoch"] = std::to_string(epoch);
+    m["warmup_updates"] = std::to_string(warmup_updates_);
     m["initialised_from"] = options_.preset.empty() ? start_.init.path : "random (" + options_.preset + ")";
     return info;
   }
@@ -327,6 +330,7 @@ class TranslationLearner : public EpochLearner {
   torch::Device device_;
   const dist::Communicator& communicator_;
   std::string name_, best_path_;
+  int64_t warmup_updates_;
   size_t batch_ = 0;
   std::vector<std::string> epoch_checkpoints_;
 };
@@ -384,6 +388,18 @@ pb::TrainingPosition restore_last(const TranslationTrainOptions& options, const 
   return position;
 }
 
+// The warm-up that last.cabert recorded; -1 where it records none (a checkpoint of an older cabert).
+int64_t recorded_warmup(const std::string& last_path) {
+  const pb::CheckpointInfo info = io::read_checkpoint_info(last_path);
+  const auto found = info.metadata().find("warmup_updates");
+  if (found == info.metadata().end()) return -1;
+  try {
+    return std::stoll(found->second);
+  } catch (const std::exception&) {
+    throw DataError(str(last_path, ": metadata warmup_updates is '", found->second, "'; expected a whole number"));
+  }
+}
+
 // Every rank starts from rank 0's weights; dropout then draws differently on each rank.
 void share_initial_weights(models::Seq2SeqModel& model, dist::Communicator& communicator, uint64_t seed) {
   if (!communicator.distributed()) return;
@@ -410,11 +426,12 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   const TranslationData data = read_data(options, *start.tokenizer, world);
   const int64_t steps_per_epoch = static_cast<int64_t>(data.batches.size());
   const int64_t total_steps = steps_per_epoch * options.epochs;
-  const int64_t warmup =
-      options.warmup_steps >= 0 ? options.warmup_steps : std::min<int64_t>(4000, std::llround(0.1 * total_steps));
+  const Warmup warmup_choice = translation_warmup(options.warmup_steps, total_steps,
+                                                  resuming ? recorded_warmup(last_path) : -1, resuming);
+  const int64_t warmup = warmup_choice.updates;
   log_info("translation: ", data.task_name, ", ", data.train.size(), " training pairs in ", steps_per_epoch,
            " batches of <= ", options.max_tokens, " tokens", world > 1 ? str(" x ", world, " processes") : "", ", dev ", data.dev.examples.size(), "; lr ", options.lr, " (",
-           options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates), label smoothing ", start.smoothing,
+           options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates: ", warmup_choice.rule, "), label smoothing ", start.smoothing,
            ", ", options.epochs, " epochs");
 
   create_output_directory(options.model_dir, "--model-dir");
@@ -459,7 +476,14 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     appended.appended = true;
     metrics = std::make_unique<io::RecordWriter>(
         summary.metrics_path, "cabert.pb.TaskMetrics",
-        std::map<std::string, std::string>{{"task", data.task_name}, {"model", model_name(options)}}, appended);
+        std::map<std::string, std::string>{{"task", data.task_name},
+                                           {"model", model_name(options)},
+                                           {"peak_lr", str(options.lr)},
+                                           {"schedule", options.schedule},
+                                           {"warmup_updates", std::to_string(warmup)},
+                                           {"warmup_rule", warmup_choice.rule},
+                                           {"total_updates", std::to_string(total_steps)}},
+        appended);
     seconds_before = write_records(carried, *metrics);
     if (!options.tensorboard.empty()) {
       tensorboard = std::make_unique<io::TensorboardLog>(options.tensorboard, metrics->header(),
@@ -475,7 +499,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     if (tensorboard) tensorboard->add(record);
   };
 
-  TranslationLearner learner(options, start, data, model, device, communicator);
+  TranslationLearner learner(options, start, data, model, device, communicator, warmup);
   if (resuming) learner.carry_epoch_checkpoints(static_cast<int>(position.epoch()));
   StepSettings step_settings;
   step_settings.job = "translation";

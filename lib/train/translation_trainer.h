@@ -42,7 +42,7 @@ struct TranslationTrainOptions {
   int epochs = 10;
   int64_t max_tokens = 4096, max_rows = 512;  // per batch: padded source + target tokens, rows
   std::string schedule = "inverse-sqrt";      // or "linear"
-  int64_t warmup_steps = -1;                  // -1: min(4000, 10% of the updates)
+  int64_t warmup_steps = -1;                  // -1: min(4000, half the updates); see translation_warmup
   double weight_decay = 1e-4, clip_norm = 0;
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int64_t log_every = 10;           // a TRAIN metrics record (mean loss) every this many updates; 0 = none

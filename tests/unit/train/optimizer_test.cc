@@ -102,6 +102,23 @@ TEST(Schedule, LinearWarmupThenDecay) {
   EXPECT_DOUBLE_EQ(linear_warmup_decay(2.0, 5, 0, 10), 1.0);
 }
 
+// Translation's warm-up: given, else recorded by the run being resumed, else fairseq's 4000 capped at half the
+// run; an older checkpoint without a record resumes with the old rule, min(4000, 10%).
+TEST(Schedule, TranslationWarmupRule) {
+  EXPECT_EQ(translation_warmup(-1, 300).updates, 150);
+  EXPECT_EQ(translation_warmup(-1, 301).updates, 150);
+  EXPECT_EQ(translation_warmup(-1, 8000).updates, 4000);
+  EXPECT_EQ(translation_warmup(-1, 300000).updates, 4000);
+  EXPECT_EQ(translation_warmup(-1, 300).rule, "min(4000, half the updates)");
+  EXPECT_EQ(translation_warmup(600, 300).updates, 600);
+  EXPECT_EQ(translation_warmup(0, 300).updates, 0);
+  EXPECT_EQ(translation_warmup(600, 300, 150, true).updates, 600);  // given wins over recorded
+  EXPECT_EQ(translation_warmup(-1, 900, 150, true).updates, 150);   // a run extended from 300 to 900 updates
+  EXPECT_EQ(translation_warmup(-1, 900, 150, true).rule, "the resumed run's");
+  EXPECT_EQ(translation_warmup(-1, 300, -1, true).updates, 30);
+  EXPECT_EQ(translation_warmup(-1, 300000, -1, true).updates, 4000);
+}
+
 TEST(Schedule, ClipsTheGlobalNorm) {
   torch::Tensor a = torch::zeros({2}, torch::kDouble).requires_grad_(true);
   torch::Tensor b = torch::zeros({1}, torch::kDouble).requires_grad_(true);

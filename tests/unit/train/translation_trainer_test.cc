@@ -11,6 +11,7 @@
 #include "lib/core/errors.h"
 #include "lib/core/interrupt.h"
 #include "lib/io/checkpoint_file.h"
+#include "lib/io/record_file.h"
 #include "lib/text/tokenizer.h"
 #include "lib/train/translation_trainer.h"
 #include "tests/test_paths.h"
@@ -129,6 +130,32 @@ TEST_F(TranslationTrainerTest, InterruptedMidEpochAndResumedEqualsAnUninterrupte
   TranslationTrainSummary resumed = run_translation_training(late);
   EXPECT_EQ(resumed.averaged_checkpoint, late.model_dir + "/averaged.cabert");
   expect_same_model_weights(full.model_dir + "/averaged.cabert", late.model_dir + "/averaged.cabert");
+}
+
+// The default warm-up is half of a short run; the metrics header and every checkpoint record it, and a run
+// resumed with more epochs keeps it (the length changes, the warm-up does not).
+TEST_F(TranslationTrainerTest, AResumedRunKeepsTheWarmupItStartedWith) {
+  TranslationTrainOptions o = options("warmup");
+  o.epochs = 1;
+  TranslationTrainSummary first = run_translation_training(o);
+  const int64_t updates = static_cast<int64_t>(first.epochs.at(0).step());
+  ASSERT_GE(updates, 2);
+  const std::string warmup = std::to_string(updates / 2);
+  EXPECT_EQ(io::read_checkpoint_info(o.model_dir + "/last.cabert").metadata().at("warmup_updates"), warmup);
+  {
+    io::RecordReader reader(o.model_dir + "/metrics.cabert");
+    EXPECT_EQ(reader.header().metadata().at("warmup_updates"), warmup);
+    EXPECT_EQ(reader.header().metadata().at("warmup_rule"), "min(4000, half the updates)");
+    EXPECT_EQ(reader.header().metadata().at("total_updates"), std::to_string(updates));
+  }
+  o.epochs = 3;
+  o.resume = true;
+  run_translation_training(o);
+  EXPECT_EQ(io::read_checkpoint_info(o.model_dir + "/last.cabert").metadata().at("warmup_updates"), warmup);
+  io::RecordReader reader(o.model_dir + "/metrics.cabert");
+  EXPECT_EQ(reader.header().metadata().at("warmup_updates"), warmup);
+  EXPECT_EQ(reader.header().metadata().at("warmup_rule"), "the resumed run's");
+  EXPECT_EQ(reader.header().metadata().at("total_updates"), std::to_string(3 * updates));
 }
 
 // The model directory: a fresh run over an earlier one is refused (only --resume continues it), and so is a
