@@ -3,7 +3,8 @@
 # stops them, averaged, beam 5 on the test split. Checked against the files the recipe wrote, read here with
 # Python's json (not the recipe's sed/awk): the chosen point of each model is the grid's best val BLEU, the table's
 # mean +- SEM is the seeds' test BLEU, every seed ran the epochs its patience allowed, the picture is a PNG; and a
-# second `make` has nothing left to do.
+# second `make` has nothing left to do; the progress saved without checkpoints and restored elsewhere leaves only
+# what had not finished.
 source "$(dirname "$0")/lib.sh"
 python=${CABERT_PYTHON:-python3}
 command -v make > /dev/null || { echo "make is absent: skipped"; exit 77; }
@@ -69,4 +70,25 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
 EOF
 make -q -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" ||
   fail "a second make small-cpu would run again: $(make -n -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" | head)"
+# Across sittings: the saved progress (no checkpoints) restored into another OUT leaves only the table to make;
+# with one final run unfinished at the save, that run (and the table) is all that is left.
+recipe="$CABERT_SOURCE_DIR/recipes/wu2019"
+make -s -C "$recipe" small-cpu-save "${settings[@]}" SC_PROGRESS="$work/progress.tar.gz" > /dev/null ||
+  fail "small-cpu-save failed"
+tar -tzf "$work/progress.tar.gz" | grep -q 'best.cabert$' && fail "the saved progress holds checkpoints"
+restored=(CABERT="$CABERT" DATA="$data" OUT="$work/restored" SIZE=tiny VOCAB=300 MAX_TOKENS=1500 SC_LRS=3e-3
+          "SC_WARMUPS=5 20" SC_GRID_EPOCHS=1 SC_EPOCHS=3 SC_PATIENCE=1 SC_AVERAGE=2 "SC_SEEDS=1 2")
+make -s -C "$recipe" small-cpu-restore "${restored[@]}" SC_PROGRESS="$work/progress.tar.gz" > /dev/null ||
+  fail "small-cpu-restore failed"
+make -n -C "$recipe" small-cpu "${restored[@]}" > "$work/after-restore" || fail "make -n after the restore failed"
+grep -q ' finetune ' "$work/after-restore" && fail "after the restore, make would train again: $(grep ' finetune ' "$work/after-restore" | head -n 3)"
+grep -q 'export --metrics' "$work/after-restore" || fail "after the restore, make would not remake the table"
+rm "$sc/final/transformer/seed2/test.metrics"
+make -s -C "$recipe" small-cpu-save "${settings[@]}" SC_PROGRESS="$work/partial.tar.gz" > /dev/null
+rm -rf "$work/restored"
+make -s -C "$recipe" small-cpu-restore "${restored[@]}" SC_PROGRESS="$work/partial.tar.gz" > /dev/null
+[ -e "$work/restored/small-cpu/final/transformer/seed2" ] && fail "the unfinished final run was saved"
+make -n -C "$recipe" small-cpu "${restored[@]}" > "$work/after-partial"
+[ "$(grep -c ' finetune ' "$work/after-partial")" = 1 ] && grep ' finetune ' "$work/after-partial" | grep -q 'seed2' ||
+  fail "expected one training run, transformer seed 2, left after restoring: $(grep ' finetune ' "$work/after-partial")"
 echo "ok"
