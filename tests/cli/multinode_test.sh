@@ -2,7 +2,8 @@
 # --nnodes 2 --node-rank R --nproc-per-node 1, a static rendezvous on 127.0.0.1) trains like a local 2-process
 # job (--nproc 2) and resumes like one: a 2-epoch translation run continued with --resume to 3 epochs gives the
 # local 3-epoch run's losses, every record bit for bit. Skipped (77) without the torch wheel's torchrun beside
-# $CABERT_PYTHON.
+# $CABERT_PYTHON. Then the data-parallel scaling recipe with NNODES=2: node 0's `make scaling` and node 1's
+# `make join` make one 2-process run, and its table row says so.
 source "$(dirname "$0")/lib.sh"
 torchrun="$(dirname "${CABERT_PYTHON:-/nonexistent/python}")/torchrun"
 if [ ! -x "$torchrun" ]; then
@@ -44,3 +45,14 @@ losses() { "$CABERT" inspect --json --limit -1 "$1/metrics.cabert" | grep -E '"k
 [ "$(losses "$work/local")" = "$(losses "$work/nodes")" ] ||
   fail "2 nodes (resumed) differ from 2 local processes: $(diff <(losses "$work/local") <(losses "$work/nodes"))"
 "$CABERT" inspect "$work/nodes/last.cabert" | grep -q "world_size: 2" || fail "last.cabert lacks world_size 2"
+
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+recipe=(-C "$CABERT_SOURCE_DIR/recipes/data_parallel" CABERT="$CABERT" TORCHRUN="$torchrun" OUT="$work/dp" NNODES=2
+        NPROC=1 THREADS=1 STEPS=3 BATCH=8 MASTER_PORT="$port")
+timeout 300 make -s "${recipe[@]}" join NODE_RANK=1 > "$work/join.out" 2>&1 &
+join=$!
+timeout 300 make -s "${recipe[@]}" scaling > "$work/scaling.out" 2>&1 ||
+  fail "make scaling NNODES=2 failed: $(tail -n 20 "$work/scaling.out")"
+wait "$join" || fail "make join NODE_RANK=1 failed: $(tail -n 20 "$work/join.out")"
+grep -q '^| data parallel | 2 nodes x 1 x 1 | 16 | [0-9]* | ' "$work/dp/scaling.md" ||
+  fail "the scaling table lacks its 2-node row: $(cat "$work/dp/scaling.md")"
