@@ -2,7 +2,8 @@
 # Builds cabert with AddressSanitizer and UndefinedBehaviorSanitizer (-DCABERT_SANITIZE, see
 # cmake/CabertSanitize.cmake) in its own build directory and runs the tests under them: the whole GoogleTest
 # suite (one shard per core; under the sanitizers it takes minutes, LibTorch itself not being instrumented)
-# and the CLI tests but recipes_test (the recipes' smoke runs, which the main suite runs). Any sanitizer
+# and the CLI tests but those labelled `long` (recipes and multi-process runs end to end, which the main suite
+# runs; tests/CMakeLists.txt lists them). Any sanitizer
 # report fails the run, also one from a child process whose exit code no test looks at: reports go to files,
 # and there must be none.
 #
@@ -69,7 +70,7 @@ else
     fi
   done
   echo "sanitize: unit tests in $(( $(date +%s) - built )) s" >&2
-  ctest --test-dir "$build" --output-on-failure -j "$jobs" -L cli -E 'cli\.recipes_test' || status=$?
+  ctest --test-dir "$build" --output-on-failure -j "$jobs" -L cli -LE long || status=$?
 fi
 echo "sanitize: tests in $(( $(date +%s) - built )) s, total $(( $(date +%s) - start )) s" >&2
 
