@@ -113,6 +113,20 @@ std::string loading_readme(HfFamily family, const std::string& architecture, con
       text += "\nHF has no ConvBERT pre-training class: `discriminator_predictions.*` hold the replaced-token head\n"
               "(dense, GELU, dense_prediction), which `ConvBertModel` ignores.\n";
     }
+  } else if (architecture == "CabertForConditionalGeneration") {
+    text += str("No class of transformers computes this model (", why_not,
+                "); its code is here, `modeling_cabert.py` and `configuration_cabert.py` (plain PyTorch, cabert's own, "
+                "the papers' equations named), which config.json's `auto_map` registers. `generate` searches as "
+                "cabert's greedy decoder does (generation_config.json: decoder start [CLS], EOS [SEP], [PAD] never "
+                "generated); cabert's limit of M tokens before EOS is `max_new_tokens=M + 1`:\n\n"
+                "```python\nfrom transformers import AutoModelForSeq2SeqLM\nimport sentencepiece as spm, torch\n"
+                "sp = spm.SentencePieceProcessor(model_file=\"DIR/tokenizer.model\")\n"
+                "ids = torch.tensor([sp.encode(\"a sentence\") + [3]])  # the source: its pieces, then [SEP]\n"
+                "model = AutoModelForSeq2SeqLM.from_pretrained(\"DIR\", trust_remote_code=True).eval()\n"
+                "out = model.generate(input_ids=ids, attention_mask=torch.ones_like(ids), max_new_tokens=41)\n"
+                "print(sp.decode(out[0, 1:].tolist()))  # BOS first; EOS (3) and [PAD] (0) after the text\n```\n\n"
+                "The tensors keep cabert's module names, and `config.json[\"cabert\"][\"model\"]` is the exact model "
+                "config.\n");
   } else if (architecture.rfind("Cabert", 0) == 0) {
     const std::string auto_class = architecture == "CabertForMaskedLM" ? "AutoModelForMaskedLM"
                                    : architecture == "CabertForSequenceClassification"
@@ -153,6 +167,13 @@ void write_model_dir(const std::string& dir, const Named& tensors, const nlohman
     } else if (fs::exists(path)) {
       fs::remove(path);
     }
+  }
+  // generate()'s settings, for an encoder-decoder only (an earlier export's would belong to another model).
+  const fs::path generation = fs::path(dir) / "generation_config.json";
+  if (config.value("is_encoder_decoder", false)) {
+    write_file_atomically(generation.string(), export_generation_config_json().dump(2) + "\n");
+  } else if (fs::exists(generation)) {
+    fs::remove(generation);
   }
   io::write_tensors_safetensors((fs::path(dir) / "model.safetensors").string(), tensors, {{"format", "pt"}});
   write_file_atomically((fs::path(dir) / "config.json").string(), config.dump(2) + "\n");

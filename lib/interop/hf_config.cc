@@ -38,7 +38,7 @@ std::string model_config_to_json(const pb::ModelConfig& config) {
 }
 
 std::string cabert_python_class(const pb::ModelConfig& config, ModelHead head) {
-  if (config.has_seq2seq()) return "";
+  if (config.has_seq2seq()) return "CabertForConditionalGeneration";
   switch (head) {
     case ModelHead::kEncoder: return "CabertModel";
     case ModelHead::kMlm: return "CabertForMaskedLM";
@@ -55,8 +55,11 @@ namespace {
 json cabert_auto_map(const std::string& head_class) {
   json map;
   map["AutoConfig"] = "configuration_cabert.CabertConfig";
-  map["AutoModel"] = "modeling_cabert.CabertModel";
-  const char* auto_class = head_class == "CabertForMaskedLM"                 ? "AutoModelForMaskedLM"
+  // An encoder-decoder has no encoder-only class: AutoModel gives the whole model too.
+  const bool seq2seq = head_class == "CabertForConditionalGeneration";
+  map["AutoModel"] = seq2seq ? "modeling_cabert.CabertForConditionalGeneration" : "modeling_cabert.CabertModel";
+  const char* auto_class = seq2seq                                           ? "AutoModelForSeq2SeqLM"
+                           : head_class == "CabertForMaskedLM"               ? "AutoModelForMaskedLM"
                            : head_class == "CabertForSequenceClassification" ? "AutoModelForSequenceClassification"
                            : head_class == "CabertForQuestionAnswering"      ? "AutoModelForQuestionAnswering"
                            : head_class == "CabertForPreTraining"            ? "AutoModelForPreTraining"
@@ -80,7 +83,9 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
   j["num_hidden_layers"] = config.num_layers();
   j["num_attention_heads"] = config.num_heads();
   j["intermediate_size"] = config.intermediate_size();
-  j["hidden_act"] = "gelu";
+  // The FFN's activation (ffn_activation; RELU in the wu-* and transformer-* presets). HF's own classes are only
+  // chosen for GELU models (hf_target), since they apply hidden_act in their heads too.
+  j["hidden_act"] = config.ffn_activation() == pb::RELU ? "relu" : "gelu";
   j["hidden_dropout_prob"] = decimal(config.dropout());
   j["attention_probs_dropout_prob"] = decimal(config.attention_dropout());
   j["max_position_embeddings"] = config.max_length();
@@ -88,7 +93,16 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
   j["initializer_range"] = decimal(config.initializer_range());
   j["layer_norm_eps"] = decimal(config.layer_norm_eps());
   j["pad_token_id"] = 0;
-  j["tie_word_embeddings"] = true;
+  j["tie_word_embeddings"] = !config.has_seq2seq() || config.seq2seq().tie_output();
+  if (config.has_seq2seq()) {
+    // transformers' generate() reads these (generation_config.json repeats them with the search settings).
+    const SearchTokens tokens;
+    j["is_encoder_decoder"] = true;
+    j["decoder_start_token_id"] = tokens.bos;
+    j["bos_token_id"] = tokens.bos;
+    j["eos_token_id"] = tokens.eos;
+    j["use_cache"] = false;  // modeling_cabert recomputes the decoder prefix at every step
+  }
   j["dtype"] = "float32";
   if (family == HfFamily::kBert) j["position_embedding_type"] = "absolute";
   if (family != HfFamily::kBert) j["embedding_size"] = config.embedding_size();
@@ -122,6 +136,22 @@ json export_config_json(const pb::ModelConfig& config, HfFamily family, const Ex
     block["padding"] = "cabert masks padding in the convolutions, HF's ConvBERT does not (cabert docs/export.md)";
   }
   j["cabert"] = block;
+  return j;
+}
+
+nlohmann::json export_generation_config_json() {
+  const SearchTokens tokens;
+  json j;
+  j["decoder_start_token_id"] = tokens.bos;
+  j["bos_token_id"] = tokens.bos;
+  j["eos_token_id"] = tokens.eos;
+  j["pad_token_id"] = tokens.pad;
+  j["forced_eos_token_id"] = tokens.eos;  // cabert's search forces EOS after max_length tokens
+  j["suppress_tokens"] = {tokens.pad};    // and never generates [PAD]
+  j["max_length"] = 202;                  // BOS + cabert's default 200 tokens (generate::SearchOptions) + EOS
+  j["num_beams"] = 1;
+  j["do_sample"] = false;
+  j["use_cache"] = false;
   return j;
 }
 

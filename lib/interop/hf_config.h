@@ -27,11 +27,20 @@ struct ExportFacts {
   std::string pooling;     // classification: "cls" or "mean" (finetune --pooling)
 };
 
-// Models no transformers class computes, encoders only: the class of modeling_cabert.py (written beside the
-// weights, lib/interop/embedded_python.h) for the head, "" when there is none (the encoder-decoders).
+// Models no transformers class computes: the class of modeling_cabert.py (written beside the weights,
+// lib/interop/embedded_python.h) for the head; CabertForConditionalGeneration for the encoder-decoders.
 std::string cabert_python_class(const pb::ModelConfig& config, ModelHead head);
 
+// cabert's special ids as its search uses them (generate::SearchOptions' defaults).
+struct SearchTokens {
+  int bos = 2, eos = 3, pad = 0;
+};
+
 nlohmann::json export_config_json(const pb::ModelConfig& config, HfFamily family, const ExportFacts& facts);
+
+// generation_config.json of an encoder-decoder export: transformers' generate() then searches as cabert's greedy
+// search does (decoder start [CLS], EOS [SEP], [PAD] never generated, EOS forced at max_length).
+nlohmann::json export_generation_config_json();
 
 // The ModelConfig a config.json describes. Throws DataError "PATH: ..." naming the key for a model type cabert
 // cannot import, a missing or mistyped key, or a value cabert's models cannot compute (activation, segment

@@ -53,6 +53,17 @@ std::string string_or(const json& j, const std::string& key, const std::string& 
   return it->get<std::string>();
 }
 
+// config.json's hidden_act as cabert's FFN activation: "gelu" (the exact, erf one) or "relu" (what the export
+// writes for ffn_activation RELU).
+pb::FfnActivation ffn_activation(const std::string& act, const std::string& path) {
+  if (act == "gelu") return pb::GELU;
+  if (act == "relu") return pb::RELU;
+  throw DataError(
+      str(path, ": 'hidden_act' is '", act, "'; cabert's layers use the exact (erf) GELU, 'gelu', or ReLU, 'relu'"));
+}
+
+const char* hidden_act_name(pb::FfnActivation activation) { return activation == pb::RELU ? "relu" : "gelu"; }
+
 pb::ModelConfig from_cabert_block(const json& block, const std::string& path) {
   pb::ModelConfig config;
   auto status = google::protobuf::util::JsonStringToMessage(require(block, "model", path).dump(), &config);
@@ -74,10 +85,7 @@ pb::ModelConfig from_hf_keys(const json& j, const std::string& type, const std::
   c.set_attention_dropout(static_cast<float>(number_or(j, "attention_probs_dropout_prob", 0.1, path)));
   c.set_layer_norm_eps(static_cast<float>(number_or(j, "layer_norm_eps", 1e-12, path)));
   c.set_initializer_range(static_cast<float>(number_or(j, "initializer_range", 0.02, path)));
-  const std::string act = string_or(j, "hidden_act", "gelu", path);
-  if (act != "gelu") {
-    throw DataError(str(path, ": 'hidden_act' is '", act, "'; cabert's layers use the exact (erf) GELU, 'gelu'"));
-  }
+  c.set_ffn_activation(ffn_activation(string_or(j, "hidden_act", "gelu", path), path));
   const int segments = integer_or(j, "type_vocab_size", 2, path);
   if (segments != 2) {
     throw DataError(str(path, ": 'type_vocab_size' is ", segments, "; cabert's models have 2 segment embeddings"));
@@ -116,8 +124,9 @@ std::vector<std::string> hf_keys_against_block(const json& j, const pb::ModelCon
     compare("head_ratio", config.convbert().head_ratio());
     compare("conv_kernel_size", config.convbert().conv_kernel_size());
   }
-  if (auto act = j.find("hidden_act"); act != j.end() && *act != "gelu") {
-    differences.push_back(str("hidden_act ", act->dump(), " (cabert's layers: \"gelu\")"));
+  const std::string act = hidden_act_name(config.ffn_activation());
+  if (auto it = j.find("hidden_act"); it != j.end() && *it != act) {
+    differences.push_back(str("hidden_act ", it->dump(), " (the block: \"", act, "\")"));
   }
   return differences;
 }

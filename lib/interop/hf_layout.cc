@@ -128,7 +128,8 @@ HfTarget hf_target(const pb::ModelConfig& config, ModelHead head) {
   if (config.normalize_mixer_output())
     return {HfFamily::kNone, "Tay et al.'s X + LN(Mix(X)) blocks exist only in cabert"};
   if (config.ffn_activation() != pb::GELU) {
-    return {HfFamily::kNone, "the FFN activation is ReLU (ffn_activation RELU); the exported classes' configs are GELU's"};
+    return {HfFamily::kNone, "the FFN activation is ReLU (ffn_activation RELU), and transformers' BERT, ELECTRA and "
+                             "ConvBERT classes apply hidden_act in their heads too, where cabert's heads apply GELU"};
   }
   if (config.family() == pb::BERT) {
     if (!only_absolute_positions(config.attention())) {

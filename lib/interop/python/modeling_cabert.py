@@ -1,4 +1,4 @@
-"""cabert's encoders in plain PyTorch: the modelling code `cabert export` writes beside the weights.
+"""cabert's models in plain PyTorch: the modelling code `cabert export` writes beside the weights.
 
 A reference implementation of the papers' formulas as cabert computes them (cabert's lib/models/ and the plain-ATen
 kernels/reference/ are the C++ counterparts; SPEC.md section 2 lists the formulas). Module and parameter names are
@@ -17,20 +17,23 @@ cabert's own, so model.safetensors loads as written and `cabert export --from-hf
   heads           masked-LM (Linear(H->E), GELU, LN(E), tied token embedding + bias), sequence classification
                   (BERT's pooler on [CLS] or the mean of the real positions), span (SQuAD start/end), ELECTRA's
                   replaced-token discriminator (Clark et al. 2020)
+  encoder-        CabertForConditionalGeneration (AutoModelForSeq2SeqLM, generate): Wu et al. 2019's and Tay et al.
+  decoders        2021's convolution models and the Transformer baseline (the section at the end of this file)
 
 Padding (attention_mask 0) is masked in every branch: a padded key gets no attention, and every convolution reads
 zeros at padded positions and writes zeros there, so a padded batch gives every real position the outputs of the
 unpadded sequence. Dropout is applied in training as in cabert (DropConnect on the convolution kernels included);
 cabert's own dropout draws (Philox) are not reproduced, so only evaluation-mode outputs equal cabert's.
 """
+import copy
 import math
 
 import torch
 import torch.nn.functional as F
 from torch import nn
-from transformers import PreTrainedModel
+from transformers import GenerationMixin, PreTrainedModel
 from transformers.modeling_outputs import (BaseModelOutput, MaskedLMOutput, QuestionAnsweringModelOutput,
-                                           SequenceClassifierOutput, TokenClassifierOutput)
+                                           Seq2SeqLMOutput, SequenceClassifierOutput, TokenClassifierOutput)
 
 from .configuration_cabert import CabertConfig
 
@@ -148,11 +151,15 @@ class GroupedLinear(nn.Module):
 
 
 class FeedForward(nn.Module):
-    """FFN(h) = Linear(I->H)(GELU(Linear(H->I)(h))) (Vaswani et al. 2017 Eq. 2 with BERT's GELU), grouped in
-    ConvBERT when g > 1."""
+    """FFN(h) = Linear(I->H)(act(Linear(H->I)(h))) (Vaswani et al. 2017 Eq. 2), act = BERT's exact (erf) GELU or,
+    with ffn_activation RELU (fairseq's lightconv and transformer models, Wu et al. 2019's setting), ReLU as in
+    Vaswani et al.'s Eq. 2; grouped in ConvBERT when g > 1."""
 
-    def __init__(self, hidden, intermediate, groups):
+    def __init__(self, hidden, intermediate, groups, activation="GELU"):
         super().__init__()
+        if activation not in ("GELU", "RELU"):
+            raise ValueError(f"expected ffn_activation GELU or RELU, got {activation!r}")
+        self.activation = F.relu if activation == "RELU" else F.gelu
         if groups > 1:
             self.grouped_in = GroupedLinear(hidden, intermediate, groups)
             self.grouped_out = GroupedLinear(intermediate, hidden, groups)
@@ -162,8 +169,8 @@ class FeedForward(nn.Module):
 
     def forward(self, x):
         if hasattr(self, "grouped_in"):
-            return self.grouped_out(F.gelu(self.grouped_in(x)))
-        return self.out(F.gelu(getattr(self, "in")(x)))
+            return self.grouped_out(self.activation(self.grouped_in(x)))
+        return self.out(self.activation(getattr(self, "in")(x)))
 
 
 class SeparableConv(nn.Module):
@@ -391,7 +398,8 @@ def mixer_width(model, mixer):
 
 class CabertLayer(nn.Module):
     """Post-LN layer: h = LN(x + Drop(Out(Mix(x)))), y = LN(h + Drop(FFN(h))) (SPEC.md section 2); Tay et al.
-    2021's blocks: h = x + LN(Drop(Out(Mix(x)))) (XA = LN(Conv(X)) + X), y as above (XB = LN(FFN(XA) + XA))."""
+    2021's blocks: h = x + LN(Drop(Out(Mix(x)))) (XA = LN(Conv(X)) + X), y as above (XB = LN(FFN(XA) + XA));
+    or, in an encoder-decoder with seq2seq.normalize_before, pre-LN (below)."""
 
     def __init__(self, model, layer_index, dropout, attention_dropout):
         super().__init__()
@@ -401,19 +409,28 @@ class CabertLayer(nn.Module):
         self.output = nn.Linear(mixer_width(model, mixer), hidden)
         self.attention_norm = nn.LayerNorm(hidden, eps=eps)
         groups = max(1, model.get("convbert", {}).get("ffn_groups", 1)) if model.get("family") == "CONVBERT" else 1
-        self.ffn = FeedForward(hidden, model["intermediate_size"], groups)
+        self.ffn = FeedForward(hidden, model["intermediate_size"], groups, model.get("ffn_activation", "GELU"))
         self.ffn_norm = nn.LayerNorm(hidden, eps=eps)
         self.dropout = nn.Dropout(dropout)
         self.normalize_mixer_output = model.get("normalize_mixer_output", False)
+        # the encoder-decoders' pre-norm (fairseq's --encoder-normalize-before; Xiong et al. 2020):
+        # h = x + Drop(Out(Mix(LN(x)))), y = h + Drop(FFN(LN(h)))
+        self.normalize_before = model.get("seq2seq", {}).get("normalize_before", False)
 
     def forward(self, x, mask):
-        mixed = self.dropout(self.output(getattr(self, self.mixer_name)(x, mask)))
+        mixer = getattr(self, self.mixer_name)
+        if self.normalize_before:
+            h = x + self.dropout(self.output(mixer(self.attention_norm(x), mask)))
+            return h + self.dropout(self.ffn(self.ffn_norm(h)))
+        mixed = self.dropout(self.output(mixer(x, mask)))
         h = x + self.attention_norm(mixed) if self.normalize_mixer_output else self.attention_norm(x + mixed)
         return self.ffn_norm(h + self.dropout(self.ffn(h)))
 
 
 class CabertStack(nn.Module):
     """Linear E -> H when E != H, then the layers ([B, T, E] -> [B, T, H])."""
+
+    main_input_name = "input_ids"  # generate() asks an encoder-decoder's `encoder` for it
 
     def __init__(self, model, dropout, attention_dropout):
         super().__init__()
@@ -596,3 +613,247 @@ class CabertForPreTraining(CabertPreTrainedModel):
         out = self.encoder(input_ids, attention_mask, token_type_ids, output_hidden_states)
         logits = self.discriminator_out(F.gelu(self.discriminator_dense(out.last_hidden_state))).squeeze(-1)
         return TokenClassifierOutput(logits=logits, hidden_states=out.hidden_states)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The encoder-decoders (cabert's lib/models/seq2seq_model, SPEC.md section 6): Wu et al. 2019's LightConv and
+# DynamicConv translation models and their Transformer baseline (Vaswani et al. 2017), Tay et al. 2021's gated
+# lightweight / dynamic / dilated convolution models.
+#   embed(x)  = sqrt(d) * TokenTable[x] + sinusoidal positions, dropout      (Vaswani et al. section 3.4-3.5)
+#   encoder   = the layers above (CabertLayer of the config's family), [one plain self-attention layer on top]
+#   decoder   = per layer: causal mixer (masked self-attention or a causal convolution), encoder-decoder
+#               attention, FFN; each a post-LN (or pre-LN) sublayer
+#   logits    = decoder output x TokenTable^T (tied, seq2seq.tie_output) or Linear(d -> V) without bias
+# Token ids: [PAD]=0, the decoder input starts with [CLS]=2 (BOS), a target ends with [SEP]=3 (EOS).
+# ----------------------------------------------------------------------------------------------------------------
+
+
+def sinusoidal_encoding(positions, dim, dtype):
+    """Vaswani et al. 2017 section 3.5 in fairseq's layout (all sines, then all cosines): for position p and
+    i < d/2, enc[i] = sin(p w_i), enc[d/2 + i] = cos(p w_i), w_i = 10000^(-i / (d/2 - 1)); a zero column when d
+    is odd. Computed in double, as cabert does, then cast."""
+    half = dim // 2
+    steps = torch.arange(half, dtype=torch.float64, device=positions.device)
+    frequencies = torch.exp(steps * (-math.log(10000.0) / (half - 1)))
+    angles = positions.to(torch.float64).unsqueeze(-1) * frequencies
+    encoding = torch.cat([torch.sin(angles), torch.cos(angles)], -1)
+    if dim % 2 == 1:
+        encoding = torch.cat([encoding, torch.zeros_like(encoding[..., :1])], -1)
+    return encoding.to(dtype)
+
+
+def sinusoidal_positions(mask, dim, dtype):
+    """[B, T] bool -> [B, T, d]: real tokens numbered 1, 2, ... in order (fairseq's make_positions), padding zero."""
+    real = mask.long()
+    return sinusoidal_encoding(torch.cumsum(real, 1) * real, dim, dtype) * mask.unsqueeze(-1).to(dtype)
+
+
+def attend(q, k, v, bias, dropout):
+    """Vaswani et al. 2017 Eq. 1: softmax(q k^T / sqrt(d) + bias) v; bias -inf (or the lowest value) hides a key."""
+    scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+    if bias is not None:
+        scores = scores + bias
+    return torch.matmul(dropout(torch.softmax(scores, -1)), v)
+
+
+class CausalSelfAttention(nn.Module):
+    """The decoder's masked self-attention (Vaswani et al. 2017 section 3.2.3): position i attends to the real
+    target positions j <= i; N heads of d = H/N."""
+
+    def __init__(self, hidden, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+        self.attention_dropout = nn.Dropout(dropout)
+
+    def forward(self, x, mask):
+        length = x.shape[1]
+        future = torch.ones(length, length, dtype=torch.bool, device=x.device).triu(1)
+        bias = torch.zeros(length, length, dtype=x.dtype, device=x.device).masked_fill(future, float("-inf"))
+        if mask is not None:
+            bias = bias + key_padding_bias(mask, x.dtype)
+        q, k, v = (split_heads(f(x), self.heads) for f in (self.query, self.key, self.value))
+        return merge_heads(attend(q, k, v, bias, self.attention_dropout))
+
+
+class CrossAttention(nn.Module):
+    """Encoder-decoder attention (Vaswani et al. 2017 section 3.2.3): queries from the decoder, keys and values
+    from the encoder output (memory); padded source positions get no attention."""
+
+    def __init__(self, hidden, heads, dropout):
+        super().__init__()
+        self.heads = heads
+        self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
+        self.attention_dropout = nn.Dropout(dropout)
+
+    def forward(self, x, memory, memory_mask):
+        bias = None if memory_mask is None else key_padding_bias(memory_mask, x.dtype)
+        q = split_heads(self.query(x), self.heads)
+        k, v = split_heads(self.key(memory), self.heads), split_heads(self.value(memory), self.heads)
+        return merge_heads(attend(q, k, v, bias, self.attention_dropout))
+
+
+def decoder_model(model):
+    """The decoder seen as a stack of its own (cabert's seq2seq_decoder_config): family seq2seq.decoder_family,
+    seq2seq.decoder_layers layers, kernels seq2seq.decoder_kernel_sizes, causal convolutions (padding (k-1) x
+    dilation on the left: Wu et al. 2019 section 3, the decoder sees no later token)."""
+    s = model["seq2seq"]
+    decoder = copy.deepcopy(model)
+    decoder["family"] = s.get("decoder_family", "BERT")
+    decoder["num_layers"] = s["decoder_layers"]
+    block = dict(decoder.get("conv_block", {}))
+    block["kernel_sizes"] = list(s.get("decoder_kernel_sizes", []))
+    block["causal"] = True
+    decoder["conv_block"] = block
+    return decoder
+
+
+class CabertDecoderLayer(nn.Module):
+    """Post-LN (Vaswani et al. 2017 section 3.1; Tay et al. 2021's h = x + LN(Mix(x)) for the mixer with
+    normalize_mixer_output):
+      h = LN(x + Drop(Out(Mix(x)))),  c = LN(h + Drop(CrossOut(CrossAttn(h, memory)))),  y = LN(c + Drop(FFN(c)))
+    or pre-LN with seq2seq.normalize_before: h = x + Drop(Out(Mix(LN(x)))), and so on for each sublayer."""
+
+    def __init__(self, decoder, layer_index):
+        super().__init__()
+        hidden, eps = decoder["hidden_size"], decoder["layer_norm_eps"]
+        heads, dropout = decoder["num_heads"], decoder.get("dropout", 0.0)
+        attention_dropout = decoder.get("attention_dropout", 0.0)
+        family = decoder["family"]
+        if family == "BERT":
+            self.mixer_name, mixer = "attention", CausalSelfAttention(hidden, heads, attention_dropout)
+        elif family in ("LIGHTCONV", "DYNAMICCONV", "DILATEDCONV"):
+            self.mixer_name, mixer = "conv", ConvBlock(decoder, layer_index)
+        else:
+            raise ValueError(f"the {family} family has no causal form for the decoder")
+        setattr(self, self.mixer_name, mixer)
+        norm = lambda: nn.LayerNorm(hidden, eps=eps)
+        self.output, self.mixer_norm = nn.Linear(hidden, hidden), norm()
+        self.cross_attention = CrossAttention(hidden, heads, attention_dropout)
+        self.cross_output, self.cross_norm = nn.Linear(hidden, hidden), norm()
+        self.ffn = FeedForward(hidden, decoder["intermediate_size"], 1, decoder.get("ffn_activation", "GELU"))
+        self.ffn_norm = norm()
+        self.dropout = nn.Dropout(dropout)
+        self.normalize_mixer_output = decoder.get("normalize_mixer_output", False)
+        self.normalize_before = decoder["seq2seq"].get("normalize_before", False)
+
+    def forward(self, x, mask, memory, memory_mask):
+        mixer = getattr(self, self.mixer_name)
+        if self.normalize_before:
+            h = x + self.dropout(self.output(mixer(self.mixer_norm(x), mask)))
+            c = h + self.dropout(self.cross_output(self.cross_attention(self.cross_norm(h), memory, memory_mask)))
+            return c + self.dropout(self.ffn(self.ffn_norm(c)))
+        projected = self.dropout(self.output(mixer(x, mask)))
+        h = x + self.mixer_norm(projected) if self.normalize_mixer_output else self.mixer_norm(x + projected)
+        c = self.cross_norm(h + self.dropout(self.cross_output(self.cross_attention(h, memory, memory_mask))))
+        return self.ffn_norm(c + self.dropout(self.ffn(c)))
+
+
+class CabertSourceEncoder(nn.Module):
+    """What generate() runs once per batch (get_encoder()): the source side of CabertForConditionalGeneration.
+    It holds the model without registering it, so that the weights keep cabert's names."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.__dict__["model"] = model
+
+    def forward(self, input_ids=None, attention_mask=None, output_hidden_states=None, return_dict=None, **kwargs):
+        return self.model.encode(input_ids, attention_mask, output_hidden_states)
+
+
+class CabertForConditionalGeneration(CabertPreTrainedModel, GenerationMixin):
+    """cabert's encoder-decoder (lib/models/seq2seq_model.h) for AutoModelForSeq2SeqLM and generate().
+
+    generate() recomputes the whole decoder prefix at every step (no cache: correctness over speed), which gives
+    what cabert's incremental decoder gives. generation_config.json carries cabert's greedy search settings:
+    decoder_start_token_id 2 ([CLS] = BOS), eos_token_id 3 ([SEP]), [PAD] never generated (suppress_tokens [0]),
+    EOS forced at max_length (forced_eos_token_id 3). cabert's `--max-len` of M generated tokens before EOS is
+    max_new_tokens = M + 1 here."""
+
+    base_model_prefix = "cabert_seq2seq"  # no module of that name: the checkpoint's names are used as they are
+
+    def __init__(self, config):
+        super().__init__(config)
+        model = config.model
+        s = model["seq2seq"]
+        hidden, vocab = model["hidden_size"], model["vocab_size"]
+        dropout = model.get("dropout", 0.0)
+        self.embed_scale = math.sqrt(hidden)
+        self.source_table = nn.Embedding(vocab, hidden)
+        self.target_table = None if s.get("share_embeddings") else nn.Embedding(vocab, hidden)
+        self.dropout = nn.Dropout(dropout)
+        self.encoder = CabertStack(model, dropout, model.get("attention_dropout", 0.0))
+        self.encoder_top_attention = None
+        if s.get("encoder_top_attention"):  # Tay et al.'s convolutions + one plain self-attention layer
+            top = copy.deepcopy(model)
+            top["family"], top["attention"] = "BERT", {}
+            self.encoder_top_attention = CabertLayer(top, model["num_layers"], dropout,
+                                                     model.get("attention_dropout", 0.0))
+        decoder = decoder_model(model)
+        self.decoder = nn.ModuleList(CabertDecoderLayer(decoder, i) for i in range(decoder["num_layers"]))
+        pre_norm = s.get("normalize_before", False)
+        eps = model["layer_norm_eps"]
+        self.encoder_norm = nn.LayerNorm(hidden, eps=eps) if pre_norm else None
+        self.decoder_norm = nn.LayerNorm(hidden, eps=eps) if pre_norm else None
+        self.output_projection = None if s.get("tie_output") else nn.Linear(hidden, vocab, bias=False)
+        self.post_init()
+
+    def get_encoder(self, modality=None):
+        return CabertSourceEncoder(self)
+
+    def get_input_embeddings(self):
+        return self.source_table
+
+    def target_embedding(self):
+        return self.target_table if self.target_table is not None else self.source_table
+
+    def embed(self, table, ids, mask):
+        positions = sinusoidal_positions(mask, self.config.model["hidden_size"], table.weight.dtype)
+        return self.dropout(table(ids) * self.embed_scale + positions)
+
+    def encode(self, input_ids, attention_mask=None, output_hidden_states=False):
+        """source [B, S] -> memory [B, S, d] (BaseModelOutput)."""
+        mask = torch.ones_like(input_ids, dtype=torch.bool) if attention_mask is None else attention_mask.bool()
+        x, states = self.encoder(self.embed(self.source_table, input_ids, mask), mask, bool(output_hidden_states))
+        if self.encoder_top_attention is not None:
+            x = self.encoder_top_attention(x, mask)
+        if self.encoder_norm is not None:
+            x = self.encoder_norm(x)
+        return BaseModelOutput(last_hidden_state=x, hidden_states=states)
+
+    def decode(self, decoder_input_ids, decoder_mask, memory, memory_mask):
+        """target_in [B, T] (BOS first) -> logits [B, T, V]."""
+        x = self.embed(self.target_embedding(), decoder_input_ids, decoder_mask)
+        for layer in self.decoder:
+            x = layer(x, decoder_mask, memory, memory_mask)
+        if self.decoder_norm is not None:
+            x = self.decoder_norm(x)
+        if self.output_projection is not None:
+            return self.output_projection(x)
+        return torch.matmul(x, self.target_embedding().weight.t())
+
+    def forward(self, input_ids=None, attention_mask=None, decoder_input_ids=None, decoder_attention_mask=None,
+                encoder_outputs=None, labels=None, output_hidden_states=None, return_dict=None, **kwargs):
+        if encoder_outputs is None:
+            encoder_outputs = self.encode(input_ids, attention_mask, output_hidden_states)
+        elif not isinstance(encoder_outputs, BaseModelOutput):
+            encoder_outputs = BaseModelOutput(last_hidden_state=encoder_outputs[0])
+        memory = encoder_outputs.last_hidden_state
+        memory_mask = (torch.ones(memory.shape[:2], dtype=torch.bool, device=memory.device)
+                       if attention_mask is None else attention_mask.bool())
+        if decoder_input_ids is None and labels is not None:  # teacher forcing: BOS, then the targets shifted right
+            shifted = labels[:, :-1].masked_fill(labels[:, :-1] == -100, 0)
+            bos = torch.full_like(labels[:, :1], getattr(self.config, "decoder_start_token_id", None) or 2)
+            decoder_input_ids = torch.cat([bos, shifted], 1)
+        decoder_mask = (torch.ones_like(decoder_input_ids, dtype=torch.bool) if decoder_attention_mask is None
+                        else decoder_attention_mask.bool())
+        logits = self.decode(decoder_input_ids, decoder_mask, memory, memory_mask)
+        loss = None
+        if labels is not None:  # plain cross-entropy; cabert trains with label smoothing (seq2seq.label_smoothing)
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100)
+        return Seq2SeqLMOutput(loss=loss, logits=logits, encoder_last_hidden_state=memory,
+                               encoder_hidden_states=encoder_outputs.hidden_states)
+
+    def prepare_inputs_for_generation(self, input_ids, attention_mask=None, encoder_outputs=None, **kwargs):
+        # The whole prefix every step: the decoder is recomputed, nothing is cached.
+        return {"decoder_input_ids": input_ids, "attention_mask": attention_mask, "encoder_outputs": encoder_outputs}

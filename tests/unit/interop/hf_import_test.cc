@@ -240,7 +240,7 @@ TEST_F(HfImport, HfKeysThatDisagreeWithTheCabertBlockAreNamed) {
   EXPECT_NE(
       ::testing::internal::GetCapturedStderr().find(
           path("m/config.json") + ": its Hugging Face keys disagree with its \"cabert\" block: hidden_size 128 "
-                                  "(the block: 64), hidden_act \"gelu_new\" (cabert's layers: \"gelu\"); imported "
+                                  "(the block: 64), hidden_act \"gelu_new\" (the block: \"gelu\"); imported "
                                   "as the block says"),
       std::string::npos);
   EXPECT_EQ(io::load_checkpoint(path("m.imported.cabert")).info.model().hidden_size(), 64);
@@ -255,8 +255,14 @@ TEST_F(HfImport, RefusesConfigsTheTensorsOrCabertDisagreeWith) {
                                    ": tensor 'bert.encoder.layer.0.intermediate.dense.weight' "
                                    "has shape [128, 64] but " +
                                    config + " describes [100, 64]");
-  rewrite_config("m", [](nlohmann::json& j) { j["intermediate_size"] = 128, j["hidden_act"] = "relu"; });
-  EXPECT_EQ(import_error("m"), config + ": 'hidden_act' is 'relu'; cabert's layers use the exact (erf) GELU, 'gelu'");
+  rewrite_config("m", [](nlohmann::json& j) { j["intermediate_size"] = 128, j["hidden_act"] = "gelu_new"; });
+  EXPECT_EQ(import_error("m"), config + ": 'hidden_act' is 'gelu_new'; cabert's layers use the exact (erf) GELU, "
+                                        "'gelu', or ReLU, 'relu'");
+  // ReLU reads as cabert's ffn_activation RELU; HF's BERT heads would apply it too, so this model is refused.
+  rewrite_config("m", [](nlohmann::json& j) { j["hidden_act"] = "relu"; });
+  EXPECT_EQ(import_error("m"), config + ": cabert cannot compute this bert model: the FFN activation is ReLU "
+                                        "(ffn_activation RELU), and transformers' BERT, ELECTRA and ConvBERT classes "
+                                        "apply hidden_act in their heads too, where cabert's heads apply GELU");
   rewrite_config("m", [](nlohmann::json& j) { j["hidden_act"] = "gelu", j["model_type"] = "roberta"; });
   EXPECT_EQ(import_error("m"), config + ": model_type 'roberta' cannot be imported; cabert imports bert, electra and "
                                         "convbert (and its own exports)");
