@@ -200,6 +200,20 @@ Config transformer(const std::string& size) { return seq2seq(size, pb::BERT, fal
 Config tay_lightconv(const std::string& size) { return seq2seq(size, pb::LIGHTCONV, true); }
 Config tay_dynamicconv(const std::string& size) { return seq2seq(size, pb::DYNAMICCONV, true); }
 Config tay_dilatedconv(const std::string& size) { return seq2seq(size, pb::DILATEDCONV, true); }
+// Tay et al.'s Transformer is T5's (Raffel et al. 2020): pre-norm layers with a final norm after each stack, T5's
+// bucketed relative position bias (32 buckets, maximum distance 128) shared by the layers of a stack, no absolute
+// positions, ReLU FFN, dropout 0.1 everywhere; the tay-* sizes. What stays cabert's: LayerNorm with a bias (T5: a
+// scale-only RMS norm), biases in the projections, logits scaled by 1/sqrt(d) (T5 folds it into the
+// initialisation), the token table scaled by sqrt(d) (T5's N(0, 1) table unscaled is the same start).
+Config t5(const std::string& size) {
+  Config c = seq2seq(size, pb::BERT, true);
+  c.set_ffn_activation(pb::RELU);
+  auto* s = c.mutable_seq2seq();
+  s->set_normalize_before(true);
+  s->set_relative_buckets(32);
+  s->set_relative_max_distance(128);
+  return c;
+}
 
 // One row per mixer family beyond BERT's attention variants: the preset is "<prefix>-<size>" for each size.
 // A new family adds its config builder above and one row here.
@@ -248,6 +262,11 @@ const std::vector<FamilyPresets>& family_presets() {
        {"tiny", "small", "base"},
        tay_dilatedconv,
        "encoder-decoder of Tay et al. gated blocks, dilated depthwise conv (kernel 7, dilation 1,2,4,...)"},
+      {"t5",
+       {"tiny", "small", "base"},
+       t5,
+       "T5-style Transformer encoder-decoder (Tay et al.'s baseline: pre-norm, T5's bucketed relative position "
+       "bias shared across layers, no absolute positions, ReLU)"},
   };
   return rows;
 }

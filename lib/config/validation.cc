@@ -108,6 +108,24 @@ std::string model_config_problem(const pb::ModelConfig& c) {
     if (!(s.label_smoothing() >= 0 && s.label_smoothing() < 1)) {
       return str("expected seq2seq.label_smoothing in [0, 1), got ", s.label_smoothing());
     }
+    if (s.relative_buckets() != 0) {
+      if (s.relative_buckets() < 4 || s.relative_buckets() % 2 != 0 || s.relative_buckets() > 1024) {
+        return str("expected seq2seq.relative_buckets 0 (sinusoidal positions) or an even number in [4, 1024], got ",
+                   s.relative_buckets());
+      }
+      if (s.relative_max_distance() <= s.relative_buckets() / 2 || s.relative_max_distance() > 65536) {
+        return str("expected seq2seq.relative_max_distance in (relative_buckets / 2, 65536], got ",
+                   s.relative_max_distance());
+      }
+      if (c.family() != pb::BERT || s.decoder_family() != pb::BERT || s.encoder_top_attention()) {
+        return "expected family and seq2seq.decoder_family BERT without encoder_top_attention for "
+               "seq2seq.relative_buckets (T5's positions are for self-attention stacks)";
+      }
+      if (c.attention().relative_fixed() || c.attention().relative_dynamic() || c.attention().relative_key() ||
+          c.attention().depthwise_values()) {
+        return "expected attention variant none with seq2seq.relative_buckets (T5's bias replaces the relative terms)";
+      }
+    }
   }
   return "";
 }

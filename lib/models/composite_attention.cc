@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "lib/core/errors.h"
 #include "lib/ops/attention_ops.h"
 #include "lib/ops/conv_ops.h"
 
@@ -57,7 +58,8 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
   torch::Tensor k = split(project(x, mask, key, key_conv));
   torch::Tensor v = split(v_flat);
   const double scale = 1.0 / std::sqrt(static_cast<double>(head_size));
-  const ops::RelativePositionTerms relative{relative_query, relative_beta, relative_key, radius};
+  const torch::Tensor beta = shared_position_bias ? shared_position_bias->band() : relative_beta;
+  const ops::RelativePositionTerms relative{relative_query, beta, relative_key, radius};
   const double dropout_p = attention_dropout->active_p();
   torch::Tensor probabilities;
   torch::Tensor context =
@@ -69,6 +71,15 @@ torch::Tensor BertSelfAttentionImpl::forward(const torch::Tensor& x, const torch
     context = context + conv * depthwise_scale.repeat_interleave(head_size);
   }
   return context;
+}
+
+void BertSelfAttentionImpl::share_position_bias(RelativePositionBias bias) {
+  if (relative_beta.defined() || relative_query.defined() || relative_key.defined() || depthwise_weight.defined()) {
+    throw UsageError("seq2seq.relative_buckets: T5's shared position bias replaces the attention's own relative "
+                     "terms; expected attention variant none");
+  }
+  radius = bias->max_distance();
+  shared_position_bias = std::move(bias);
 }
 
 double self_attention_mixing_macs(const pb::ModelConfig& c, int64_t, int64_t T) {

@@ -16,6 +16,7 @@
 #include "formats/model.pb.h"
 #include "lib/models/layers.h"
 #include "lib/models/mixer.h"
+#include "lib/models/relative_position_bias.h"
 
 namespace cabert::models {
 
@@ -28,6 +29,9 @@ class BertSelfAttentionImpl : public Mixer {
   // One projection: Linear(H->H), or [SepConv(H->H/2) | Linear(H->H/2)] when convolutional.
   torch::Tensor project(const torch::Tensor& x, const torch::Tensor& mask, torch::nn::Linear& linear,
                         SeparableConv& conv);
+  // T5's positions: the stack's one bias table (owned and registered by the model, so its parameters are counted
+  // and stepped once) takes the place of this layer's relative beta, with the radius of its maximum distance.
+  void share_position_bias(RelativePositionBias bias);
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
   SeparableConv query_conv{nullptr}, key_conv{nullptr}, value_conv{nullptr};
@@ -36,6 +40,7 @@ class BertSelfAttentionImpl : public Mixer {
   torch::Tensor relative_key;                                       // W^K' [2n+1, d]
   torch::Tensor depthwise_weight, depthwise_bias, depthwise_scale;  // [H, 2n+1], [H], [N]
   Dropout attention_dropout{nullptr};
+  RelativePositionBias shared_position_bias{nullptr};  // not registered here: see share_position_bias
   int64_t hidden, heads, head_size, radius;
 };
 TORCH_MODULE(BertSelfAttention);

@@ -56,6 +56,7 @@ torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x, const tor
   torch::Tensor future = torch::ones({T, T}, x.options().dtype(torch::kBool)).triu(1);
   torch::Tensor bias = torch::zeros({T, T}, x.options()).masked_fill(future, -std::numeric_limits<double>::infinity());
   if (mask.defined()) bias = bias + key_padding_bias(mask, x.scalar_type());
+  if (position_bias) bias = bias + position_bias->between(0, T, T).to(x.scalar_type());
   return merge_heads(attend(split_heads(query(x), heads), split_heads(key(x), heads), split_heads(value(x), heads),
                             bias, attention_dropout));
 }
@@ -65,7 +66,9 @@ torch::Tensor CausalSelfAttentionImpl::forward_step(const torch::Tensor& x_t, Mi
   state.keys = state.keys.defined() ? torch::cat({state.keys, k}, 2) : k;
   state.values = state.values.defined() ? torch::cat({state.values, v}, 2) : v;
   // The newest position sees every cached one: no mask needed.
-  return merge_heads(attend(split_heads(query(x_t), heads), state.keys, state.values, {}, attention_dropout));
+  const int64_t keys = state.keys.size(2);
+  torch::Tensor bias = position_bias ? position_bias->between(keys - 1, 1, keys).to(x_t.scalar_type()) : torch::Tensor();
+  return merge_heads(attend(split_heads(query(x_t), heads), state.keys, state.values, bias, attention_dropout));
 }
 
 CrossAttentionImpl::CrossAttentionImpl(int64_t hidden_size, int64_t num_heads, double dropout)

@@ -1,6 +1,7 @@
 // The attention of an encoder-decoder's decoder layer (Vaswani et al. 2017, Eq. 1; the Transformer baseline
 // of Wu et al. 2019 and Tay et al. 2021), with the caches of incremental decoding:
-//   CausalSelfAttention: softmax(Q K^T / sqrt(d) + causal mask) V, position i attends to j <= i; a Mixer,
+//   CausalSelfAttention: softmax(Q K^T / sqrt(d) + causal mask [+ T5's position bias]) V, position i attends to
+//                        j <= i; a Mixer,
 //                        so it plugs into the mixer registry as a decoder mixer; its state caches K and V.
 //   CrossAttention:      queries from the decoder, keys and values from the encoder output (padding
 //                        masked); keys and values are projected once per source sentence and cached.
@@ -13,6 +14,7 @@
 
 #include "lib/models/layers.h"
 #include "lib/models/mixer.h"
+#include "lib/models/relative_position_bias.h"
 
 namespace cabert::models {
 
@@ -27,6 +29,9 @@ class CausalSelfAttentionImpl : public Mixer {
 
   torch::nn::Linear query{nullptr}, key{nullptr}, value{nullptr};
   Dropout attention_dropout{nullptr};
+  // T5's positions: the decoder's one bias table (owned and registered by the model), added to the logits of
+  // every position against every earlier one; none by default.
+  RelativePositionBias position_bias{nullptr};
   int64_t hidden, heads, head_size;
 };
 TORCH_MODULE(CausalSelfAttention);

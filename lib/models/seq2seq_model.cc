@@ -4,6 +4,8 @@
 #include <string>
 
 #include "lib/core/errors.h"
+#include "lib/models/composite_attention.h"
+#include "lib/models/decoder_attention.h"
 #include "lib/models/mixer_registry.h"
 #include "lib/models/sinusoidal_positions.h"
 
@@ -59,6 +61,24 @@ void init_seq2seq_weights(torch::nn::Module& root, int64_t hidden) {
 
 torch::nn::Embedding token_table(const pb::ModelConfig& config) {
   return torch::nn::Embedding(torch::nn::EmbeddingOptions(config.vocab_size(), config.hidden_size()).padding_idx(0));
+}
+
+// T5's positions: only self-attention stacks take them (conv layers see positions through their kernels).
+void check_relative_positions(const pb::ModelConfig& config) {
+  const auto& s = config.seq2seq();
+  if (config.family() != pb::BERT || s.decoder_family() != pb::BERT || s.encoder_top_attention()) {
+    throw UsageError(str("encoder-decoder '", config.name(), "': seq2seq.relative_buckets (T5's positions) is for ",
+                         "self-attention encoders and decoders; expected family and seq2seq.decoder_family BERT "
+                         "and no encoder_top_attention"));
+  }
+}
+
+// Gives every self-attention layer under `stack` the stack's one T5 bias table.
+void share_position_bias(torch::nn::Module& stack, const RelativePositionBias& bias) {
+  for (auto& module : stack.modules(/*include_self=*/false)) {
+    if (auto* attention = module->as<BertSelfAttentionImpl>()) attention->share_position_bias(bias);
+    if (auto* attention = module->as<CausalSelfAttentionImpl>()) attention->position_bias = bias;
+  }
 }
 
 }  // namespace
@@ -126,6 +146,19 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const pb::ModelConfig& config)
     encoder_norm = register_module("encoder_norm", norm());
     decoder_norm = register_module("decoder_norm", norm());
   }
+  if (s.relative_buckets() > 0) {
+    check_relative_positions(config);
+    // T5's initialisation of the tables: N(0, d^-1/2).
+    const double init_std = std::pow(static_cast<double>(config.hidden_size()), -0.5);
+    encoder_position_bias = register_module(
+        "encoder_position_bias", RelativePositionBias(config.num_heads(), s.relative_buckets(),
+                                                      s.relative_max_distance(), /*bidirectional=*/true, init_std));
+    decoder_position_bias = register_module(
+        "decoder_position_bias", RelativePositionBias(config.num_heads(), s.relative_buckets(),
+                                                      s.relative_max_distance(), /*bidirectional=*/false, init_std));
+    share_position_bias(*encoder, encoder_position_bias);
+    share_position_bias(*decoder, decoder_position_bias);
+  }
   if (!s.tie_output()) {
     output_projection = register_module(
         "output_projection",
@@ -136,7 +169,8 @@ Seq2SeqModelImpl::Seq2SeqModelImpl(const pb::ModelConfig& config)
 
 torch::Tensor Seq2SeqModelImpl::embed(torch::nn::Embedding table, const torch::Tensor& ids,
                                       const torch::Tensor& positions) {
-  return dropout(table->forward(ids) * embed_scale_ + positions);
+  torch::Tensor x = table->forward(ids) * embed_scale_;
+  return dropout(positions.defined() ? x + positions : x);
 }
 
 torch::Tensor Seq2SeqModelImpl::logits(const torch::Tensor& hidden) {
@@ -146,7 +180,9 @@ torch::Tensor Seq2SeqModelImpl::logits(const torch::Tensor& hidden) {
 
 torch::Tensor Seq2SeqModelImpl::encode(const torch::Tensor& source, const torch::Tensor& source_mask) {
   const auto dtype = source_table->weight.scalar_type();
-  torch::Tensor x = embed(source_table, source, sinusoidal_positions(source_mask, config_.hidden_size(), dtype));
+  torch::Tensor x = embed(source_table, source,
+                          encoder_position_bias ? torch::Tensor()
+                                                : sinusoidal_positions(source_mask, config_.hidden_size(), dtype));
   x = encoder(x, source_mask);
   if (encoder_top_attention) x = encoder_top_attention(x, source_mask);
   return encoder_norm ? encoder_norm(x) : x;
@@ -155,8 +191,9 @@ torch::Tensor Seq2SeqModelImpl::encode(const torch::Tensor& source, const torch:
 torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& target_in, const torch::Tensor& target_mask,
                                        const torch::Tensor& memory, const torch::Tensor& memory_mask) {
   const auto dtype = source_table->weight.scalar_type();
-  torch::Tensor x =
-      embed(target_embedding(), target_in, sinusoidal_positions(target_mask, config_.hidden_size(), dtype));
+  torch::Tensor x = embed(target_embedding(), target_in,
+                          decoder_position_bias ? torch::Tensor()
+                                                : sinusoidal_positions(target_mask, config_.hidden_size(), dtype));
   for (auto& layer : *decoder) x = layer->as<DecoderLayer>()->forward(x, target_mask, memory, memory_mask);
   return logits(decoder_norm ? decoder_norm(x) : x);
 }
@@ -174,9 +211,12 @@ DecoderState Seq2SeqModelImpl::start_decoding(const torch::Tensor& memory, const
 torch::Tensor Seq2SeqModelImpl::decode_step(const torch::Tensor& tokens, int64_t step, DecoderState& state) {
   const auto dtype = source_table->weight.scalar_type();
   // Real target tokens are numbered from 1, as sinusoidal_positions numbers them in the full forward.
-  torch::Tensor positions = torch::full({tokens.size(0), 1}, step + 1, tokens.options());
-  torch::Tensor x =
-      embed(target_embedding(), tokens.unsqueeze(1), sinusoidal_encoding(positions, config_.hidden_size(), dtype));
+  torch::Tensor positions;
+  if (!decoder_position_bias) {
+    positions = sinusoidal_encoding(torch::full({tokens.size(0), 1}, step + 1, tokens.options()),
+                                    config_.hidden_size(), dtype);
+  }
+  torch::Tensor x = embed(target_embedding(), tokens.unsqueeze(1), positions);
   for (size_t i = 0; i < decoder->size(); ++i) {
     x = decoder->ptr(i)->as<DecoderLayer>()->forward_step(x, state.memory_mask, state.layers[i]);
   }

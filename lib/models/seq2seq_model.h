@@ -1,6 +1,9 @@
 // The encoder-decoder of Wu et al. 2019 (LightConv / DynamicConv translation models, and their Transformer
 // baseline) and Tay et al. 2021 (gated lightweight / dynamic / dilated convolutions), SPEC.md section 6:
-//   embed(x)  = sqrt(d) * TokenTable[x] + sinusoidal positions (fairseq's layout), dropout
+//   embed(x)  = sqrt(d) * TokenTable[x] + sinusoidal positions (fairseq's layout), dropout; with
+//               seq2seq.relative_buckets (T5's positions) no positions here, and instead one relative position
+//               bias table for the encoder's self-attention layers and one for the decoder's (T5's, shared across
+//               the layers of a stack: relative_position_bias.h)
 //   encoder   = EncoderStack of the config's family (the same layers as the encoders; mixer registry), plus
 //               optionally one self-attention layer on top (seq2seq.encoder_top_attention)
 //   decoder   = DecoderLayers (causal mixer of seq2seq.decoder_family + encoder-decoder attention + FFN)
@@ -20,6 +23,7 @@
 #include "formats/model.pb.h"
 #include "lib/models/decoder_layer.h"
 #include "lib/models/encoder.h"
+#include "lib/models/relative_position_bias.h"
 
 namespace cabert::models {
 
@@ -62,6 +66,7 @@ class Seq2SeqModelImpl : public torch::nn::Module {
   torch::nn::ModuleList decoder;
   torch::nn::Linear output_projection{nullptr};  // null when tied
   torch::nn::LayerNorm encoder_norm{nullptr}, decoder_norm{nullptr};  // normalize_before only
+  RelativePositionBias encoder_position_bias{nullptr}, decoder_position_bias{nullptr};  // relative_buckets only
   Dropout dropout{nullptr};
 
  private:

@@ -121,7 +121,7 @@ INSTANTIATE_TEST_SUITE_P(Presets, Seq2SeqFamilies,
                                            "tay-lightconv-tiny", "tay-dynamicconv-tiny", "tay-dilatedconv-tiny",
                                            "wu-lightconv-tiny+prenorm", "wu-dynamicconv-tiny+prenorm",
                                            "transformer-tiny+prenorm", "tay-dynamicconv-tiny+prenorm",
-                                           "tay-dilatedconv-tiny+prenorm"),
+                                           "tay-dilatedconv-tiny+prenorm", "t5-tiny"),
                          [](const auto& info) {
                            std::string name = info.param;
                            for (char& c : name) c = c == '-' || c == '+' ? '_' : c;
