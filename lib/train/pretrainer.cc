@@ -28,14 +28,13 @@
 #include "lib/ops/device.h"
 #include "lib/ops/mixed_precision.h"
 #include "lib/train/checkpoint.h"
-#include "lib/pictures/kernel_pictures.h"
-#include "lib/plot/figure.h"
 #include "lib/train/metrics_log.h"
 #include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/rank_states.h"
 #include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
+#include "lib/train/tensorboard_pictures.h"
 #include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
 
@@ -270,22 +269,6 @@ struct PretrainState {
   double peak_lr = 0;
   int64_t warmup = 0;
 };
-
-// --tensorboard: the learned kernels `export --pictures` draws from a checkpoint, as images "pictures/<name>". The
-// PNG goes through a hidden file of the log's directory (the figure writer writes files), removed at once.
-void log_kernel_pictures(io::TensorboardLog& tensorboard, const pb::ModelConfig& config, torch::nn::Module& module,
-                         int64_t step) {
-  std::map<std::string, torch::Tensor> tensors;
-  for (const auto& [name, tensor] : io::module_tensors(module, "")) tensors.emplace(name, tensor.detach().cpu());
-  for (const auto& figure : pictures::kernel_figures(config, tensors, str(config.name(), " (step ", step, ")"))) {
-    const std::string path = (fs::path(tensorboard.dir()) / str(".", figure.file, ".tmp")).string();
-    plot::write_png(figure.figure, path);
-    const std::string png = read_file(path);
-    fs::remove(path);
-    const plot::Size size = plot::figure_size(figure.figure);
-    tensorboard.image(str("pictures/", fs::path(figure.file).stem().string()), step, png, size.width, size.height);
-  }
-}
 
 // Collective: every rank hands rank 0 its state; rank 0 alone writes checkpoint-<step>.cabert and keeps the last K.
 std::string save_checkpoint_at(PretrainState& state, int64_t at_step) {

@@ -25,6 +25,7 @@
 #include "lib/train/optimizer.h"
 #include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
+#include "lib/train/tensorboard_pictures.h"
 #include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
 
@@ -496,7 +497,9 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
     if (!main_rank) return;
     metrics->write(record);
     metrics->flush();
-    if (tensorboard) tensorboard->add(record);
+    if (!tensorboard) return;
+    tensorboard->add(record);
+    if (record.kind() == pb::TaskMetrics::EPOCH) log_kernel_pictures(*tensorboard, start.config, *model, record.step());
   };
 
   TranslationLearner learner(options, start, data, model, device, communicator, warmup);

@@ -1,7 +1,7 @@
 # --tensorboard DIR (issue 61 item 1): the event files of pretrain, finetune (SST-2) and translation, read with the
 # `tensorboard` package's own EventAccumulator, hold every record of metrics.cabert under its tag and step with its
-# value (float32), the run's options and model config as text, and for pretrain the learned kernels as PNG images at
-# every evaluation; TensorBoard reads a running job, and after a kill -9 and --resume (pretrain and finetune) each
+# value (float32), the run's options and model config as text, and the learned kernels as PNG images at every
+# evaluation (pretrain) or epoch (translation); TensorBoard reads a running job, and after a kill -9 and --resume (pretrain and finetune) each
 # step once with the resumed run's values; `export --metrics --tensorboard` gives the same scalars. Skipped (77)
 # when $CABERT_PYTHON lacks the package (scripts/setup.sh installs it).
 source "$(dirname "$0")/lib.sh"
@@ -25,6 +25,7 @@ acc = EventAccumulator(sys.argv[1], size_guidance={'scalars': 0, 'tensors': 0, '
 acc.Reload()
 f32 = lambda v: struct.unpack('f', struct.pack('f', v))[0]
 expected = {}
+epoch_steps = set()
 for line in open(sys.argv[2]):
     r = json.loads(line)
     step = int(r.get('step', 0))
@@ -34,6 +35,7 @@ for line in open(sys.argv[2]):
     elif r.get('kind') == 'TRAIN':
         expected.setdefault('train/loss', {})[step] = f32(r['train_loss'])
     elif r.get('kind') == 'EPOCH':
+        epoch_steps.add(step)
         for name, value in r['metrics'].items():
             expected.setdefault('dev/%s/%s' % (r['task'], name), {})[step] = f32(value)
         expected.setdefault('dev/%s/score' % r['task'], {})[step] = f32(r.get('score', 0.0))  # (JSON leaves out a score of 0)
@@ -47,9 +49,11 @@ for tag, steps in expected.items():
     got = [(e.step, e.value) for e in acc.Scalars(tag)]
     assert got == sorted(steps.items()), (tag, got, sorted(steps.items()))
 eval_steps = sorted({step for tag, steps in expected.items() if tag.startswith('eval/') for step in steps})
+if len(sys.argv) > 4 and sys.argv[4] == 'live-epochs':
+    eval_steps = sorted(epoch_steps)  # a translation: its learned kernels after every epoch
 images = acc.Tags()['images']
-if len(sys.argv) > 4 and eval_steps:  # a live pre-training: its learned kernels at every evaluation
-    assert 'pictures/relative_kernels' in images, images
+if len(sys.argv) > 4 and eval_steps:  # a live run: its learned kernels at every evaluation
+    assert len(sys.argv) < 6 or sys.argv[5] in images, images
     for tag in images:
         events = acc.Images(tag)
         assert [e.step for e in events] == eval_steps, (tag, [e.step for e in events], eval_steps)
@@ -89,7 +93,7 @@ at=$((10#$(basename "$checkpoint" .cabert | sed 's/checkpoint-//')))
 "$CABERT" -q "${run[@]}" --resume --steps $((at + 7)) 2> "$work/resume.err" || fail "resume: $(cat "$work/resume.err")"
 [ "$(ls "$work/tb/pt" | grep -c tfevents)" = 2 ] || fail "expected two event files: $(ls "$work/tb/pt")"
 "$CABERT" inspect --json --limit -1 "$work/pt/metrics.cabert" | grep '"phase"' > "$work/pt.json"
-check_events "$work/tb/pt" "$work/pt.json" "" live > /dev/null
+check_events "$work/tb/pt" "$work/pt.json" "" live pictures/relative_kernels > /dev/null
 
 "$CABERT" -q export --metrics "$work/pt/metrics.cabert" --tensorboard "$work/exported"
 check_events "$work/exported/pt" "$work/pt.json" > /dev/null
@@ -139,5 +143,5 @@ paste "$slice/test.de" "$slice/test.en" | sed -n 1,20p > "$work/mt_dev.tsv"
   --data "$slice" --dev "$work/mt_dev.tsv" --epochs 2 --lr 3e-3 --max-tokens 1500 --log-every 2 \
   --model-dir "$work/mt" --tensorboard "$work/tb/mt" > /dev/null
 "$CABERT" inspect --json --limit -1 "$work/mt/metrics.cabert" | grep '"kind"' > "$work/mt.json"
-check_events "$work/tb/mt" "$work/mt.json" "" live > /dev/null
+check_events "$work/tb/mt" "$work/mt.json" "" live-epochs pictures/lightconv_kernels > /dev/null
 echo "tensorboard_test: ok"
