@@ -18,7 +18,8 @@ cabert's own, so model.safetensors loads as written and `cabert export --from-hf
                   (BERT's pooler on [CLS] or the mean of the real positions), span (SQuAD start/end), ELECTRA's
                   replaced-token discriminator (Clark et al. 2020)
   encoder-        CabertForConditionalGeneration (AutoModelForSeq2SeqLM, generate): Wu et al. 2019's and Tay et al.
-  decoders        2021's convolution models and the Transformer baseline (the section at the end of this file)
+  decoders        2021's convolution models, the Transformer baseline and the T5-style Transformer with T5's
+                  relative position bias (Raffel et al. 2020; the section at the end of this file)
 
 Padding (attention_mask 0) is masked in every branch: a padded key gets no attention, and every convolution reads
 zeros at padded positions and writes zeros there, so a padded batch gives every real position the outputs of the
@@ -247,6 +248,9 @@ class CompositeAttention(nn.Module):
         else:
             self.depthwise_weight = None
         self.attention_dropout = nn.Dropout(dropout)
+        # T5's positions (seq2seq.relative_buckets): the encoder's one RelativePositionBias, owned by the model and
+        # set by share_position_bias (not registered here, so that its table keeps the model's name); None otherwise
+        self.position_bias = None
 
     def project(self, x, mask, name):
         linear, conv = getattr(self, name), getattr(self, f"{name}_conv")
@@ -263,6 +267,8 @@ class CompositeAttention(nn.Module):
             scores = scores + band.gather(3, index.expand(*band.shape[:2], length, length)) * scale
         if self.relative_beta is not None:  # Eq. 4: beta_h[r(i, j)]
             scores = scores + self.relative_beta[:, index]
+        if self.position_bias is not None:  # T5's bias, in place of beta: table_h[bucket(j - i)]
+            scores = scores + self.position_bias(length, length)
         if self.relative_key is not None:  # key variant: k_j.W^K'[r(j, i)] / sqrt(d)
             band = torch.matmul(k, self.relative_key.t())  # [B, N, T(j), 2n+1]
             # row j, column i of the gather is band[j, r(j, i)]; transposed to [i, j]
@@ -620,6 +626,8 @@ class CabertForPreTraining(CabertPreTrainedModel):
 # DynamicConv translation models and their Transformer baseline (Vaswani et al. 2017), Tay et al. 2021's gated
 # lightweight / dynamic / dilated convolution models.
 #   embed(x)  = sqrt(d) * TokenTable[x] + sinusoidal positions, dropout      (Vaswani et al. section 3.4-3.5)
+#               or, with seq2seq.relative_buckets (t5-*), no positions here and T5's relative position bias in
+#               the self-attention logits, one table per stack (Raffel et al. 2020 section 2.1)
 #   encoder   = the layers above (CabertLayer of the config's family), [one plain self-attention layer on top]
 #   decoder   = per layer: causal mixer (masked self-attention or a causal convolution), encoder-decoder
 #               attention, FFN; each a post-LN (or pre-LN) sublayer
@@ -648,6 +656,52 @@ def sinusoidal_positions(mask, dim, dtype):
     return sinusoidal_encoding(torch.cumsum(real, 1) * real, dim, dtype) * mask.unsqueeze(-1).to(dtype)
 
 
+def t5_relative_buckets(offsets, bidirectional, buckets, max_distance):
+    """T5's relative position buckets (Raffel et al. 2020, section 2.1; cabert's lib/models/relative_position_bias.h)
+    of the offsets r = j - i (key minus query position, int64, any shape). Bidirectional (encoder): r > 0 takes the
+    upper half of the buckets and |r| is bucketed in B' = B/2; causal (decoder): -r (clamped at 0) in B' = B. An
+    offset m < B'/2 is its own bucket, a larger one goes to B'/2 + floor(log(m / (B'/2)) / log(D / (B'/2)) *
+    (B' - B'/2)), at most B' - 1. In float32 and in this order of operations, as cabert (and T5) round it."""
+    side = buckets
+    if bidirectional:
+        side = buckets // 2
+        base = (offsets > 0).long() * side
+        distance = offsets.abs()
+    else:
+        base = torch.zeros_like(offsets)
+        distance = (-offsets).clamp_min(0)
+    exact = side // 2
+    spread = (torch.log(distance.float().clamp_min(1) / float(exact)) / math.log(max_distance / exact)
+              * float(side - exact))
+    far = (exact + spread.long()).clamp_max(side - 1)
+    return base + torch.where(distance < exact, distance, far)
+
+
+class RelativePositionBias(nn.Module):
+    """T5's relative position bias (Raffel et al. 2020, section 2.1): a learned scalar per head and bucket, table
+    [N, B], one for all the self-attention layers of a stack (the encoder's bidirectional, the decoder's causal)."""
+
+    def __init__(self, heads, buckets, max_distance, bidirectional):
+        super().__init__()
+        self.table = nn.Parameter(torch.zeros(heads, buckets))
+        self.buckets, self.max_distance, self.bidirectional = buckets, max_distance, bidirectional
+
+    def forward(self, queries, keys):
+        """The bias of queries 0..queries-1 against keys 0..keys-1: [1, N, queries, keys]."""
+        positions = torch.arange(max(queries, keys), device=self.table.device)
+        offsets = positions[:keys].unsqueeze(0) - positions[:queries].unsqueeze(1)
+        bucket = t5_relative_buckets(offsets, self.bidirectional, self.buckets, self.max_distance)
+        return self.table[:, bucket].unsqueeze(0)
+
+
+def share_position_bias(stack, bias, kind):
+    """Gives every self-attention layer (of class `kind`) under `stack` the stack's one T5 bias table, unregistered
+    (object.__setattr__), so that the table is loaded and saved once, under the model's name."""
+    for module in stack.modules():
+        if isinstance(module, kind):
+            object.__setattr__(module, "position_bias", bias)
+
+
 def attend(q, k, v, bias, dropout):
     """Vaswani et al. 2017 Eq. 1: softmax(q k^T / sqrt(d) + bias) v; bias -inf (or the lowest value) hides a key."""
     scores = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(q.shape[-1])
@@ -665,6 +719,7 @@ class CausalSelfAttention(nn.Module):
         self.heads = heads
         self.query, self.key, self.value = (nn.Linear(hidden, hidden) for _ in range(3))
         self.attention_dropout = nn.Dropout(dropout)
+        self.position_bias = None  # T5's positions: the decoder's one RelativePositionBias (share_position_bias)
 
     def forward(self, x, mask):
         length = x.shape[1]
@@ -672,6 +727,8 @@ class CausalSelfAttention(nn.Module):
         bias = torch.zeros(length, length, dtype=x.dtype, device=x.device).masked_fill(future, float("-inf"))
         if mask is not None:
             bias = bias + key_padding_bias(mask, x.dtype)
+        if self.position_bias is not None:  # every position against every one (generate recomputes the prefix)
+            bias = bias + self.position_bias(length, length).to(x.dtype)
         q, k, v = (split_heads(f(x), self.heads) for f in (self.query, self.key, self.value))
         return merge_heads(attend(q, k, v, bias, self.attention_dropout))
 
@@ -796,6 +853,17 @@ class CabertForConditionalGeneration(CabertPreTrainedModel, GenerationMixin):
         self.encoder_norm = nn.LayerNorm(hidden, eps=eps) if pre_norm else None
         self.decoder_norm = nn.LayerNorm(hidden, eps=eps) if pre_norm else None
         self.output_projection = None if s.get("tie_output") else nn.Linear(hidden, vocab, bias=False)
+        # T5's positions (seq2seq.relative_buckets > 0): no sinusoidal embeddings; one bias table for the encoder's
+        # self-attention layers (buckets of j - i both ways) and one for the decoder's (causal); none in the
+        # cross-attention. cabert's names: encoder_position_bias.table, decoder_position_bias.table.
+        self.encoder_position_bias = self.decoder_position_bias = None
+        buckets = s.get("relative_buckets", 0)
+        if buckets > 0:
+            distance, heads = s["relative_max_distance"], model["num_heads"]
+            self.encoder_position_bias = RelativePositionBias(heads, buckets, distance, bidirectional=True)
+            self.decoder_position_bias = RelativePositionBias(heads, buckets, distance, bidirectional=False)
+            share_position_bias(self.encoder, self.encoder_position_bias, CompositeAttention)
+            share_position_bias(self.decoder, self.decoder_position_bias, CausalSelfAttention)
         self.post_init()
 
     def get_encoder(self, modality=None):
@@ -808,8 +876,10 @@ class CabertForConditionalGeneration(CabertPreTrainedModel, GenerationMixin):
         return self.target_table if self.target_table is not None else self.source_table
 
     def embed(self, table, ids, mask):
-        positions = sinusoidal_positions(mask, self.config.model["hidden_size"], table.weight.dtype)
-        return self.dropout(table(ids) * self.embed_scale + positions)
+        x = table(ids) * self.embed_scale
+        if self.encoder_position_bias is not None:  # T5's positions: the attention biases, nothing here
+            return self.dropout(x)
+        return self.dropout(x + sinusoidal_positions(mask, self.config.model["hidden_size"], table.weight.dtype))
 
     def encode(self, input_ids, attention_mask=None, output_hidden_states=False):
         """source [B, S] -> memory [B, S, d] (BaseModelOutput)."""

@@ -291,11 +291,13 @@ TEST_F(HfRemoteCode, ElectraDiscriminatorAndGeneratorOfAVariantLoad) {
 }
 
 // Every encoder-decoder preset family at its tiny size, and the switches the presets leave off: pre-norm, Tay et
-// al.'s attention layer on top of the convolutions, separate source / target tables with an untied output.
+// al.'s attention layer on top of the convolutions, separate source / target tables with an untied output; T5's
+// relative position bias also with few buckets and a short maximum distance, so that these short rows reach the
+// log-spaced buckets and the offsets beyond the distance (t5-tiny's 32 / 128 keep every offset here exact).
 std::vector<std::pair<std::string, pb::ModelConfig>> seq2seq_configs() {
   std::vector<std::pair<std::string, pb::ModelConfig>> configs;
   for (const char* name : {"wu-lightconv-tiny", "wu-dynamicconv-tiny", "transformer-tiny", "tay-lightconv-tiny",
-                           "tay-dynamicconv-tiny", "tay-dilatedconv-tiny"}) {
+                           "tay-dynamicconv-tiny", "tay-dilatedconv-tiny", "t5-tiny"}) {
     configs.emplace_back(name, tiny(name));
   }
   pb::ModelConfig pre_norm = tiny("transformer-tiny");
@@ -309,6 +311,12 @@ std::vector<std::pair<std::string, pb::ModelConfig>> seq2seq_configs() {
   top.mutable_seq2seq()->set_share_embeddings(false);
   top.mutable_seq2seq()->set_tie_output(false);
   configs.emplace_back("tay-lightconv-top-attention-untied", top);
+  pb::ModelConfig few_buckets = tiny("t5-tiny");  // bidirectional: 2 exact, 2 log-spaced; causal: 4 and 4; D = 6
+  few_buckets.mutable_seq2seq()->set_relative_buckets(8);
+  few_buckets.mutable_seq2seq()->set_relative_max_distance(6);
+  few_buckets.mutable_seq2seq()->set_share_embeddings(false);
+  few_buckets.mutable_seq2seq()->set_tie_output(false);
+  configs.emplace_back("t5-few-buckets-untied", few_buckets);
   return configs;
 }
 
@@ -379,6 +387,16 @@ TEST_F(HfRemoteCode, EncoderDecodersGenerateWhatCabertsGreedySearchGenerates) {
     cases_.back()["seq2seq"] = true;
     cases_.back()["max_new_tokens"] = search.max_length + 1;  // cabert's M tokens before EOS, then EOS
     expect_round_trip(name, *model, "");
+    if (config.seq2seq().relative_buckets() > 0) {  // the two shared tables, under cabert's names, once each
+      io::SafetensorsFile file(path(name + "/model.safetensors"));
+      size_t tables = 0;
+      for (const auto& info : file.tensors()) tables += info.name.find("position_bias") != std::string::npos;
+      EXPECT_EQ(tables, 2u) << name;
+      EXPECT_TRUE(torch::equal(io::read_tensor(file, "encoder_position_bias.table"),
+                               model->encoder_position_bias->table)) << name;
+      EXPECT_TRUE(torch::equal(io::read_tensor(file, "decoder_position_bias.table"),
+                               model->decoder_position_bias->table)) << name;
+    }
   }
   compare_in_python(python);
 }
