@@ -79,6 +79,12 @@ double pearson(const std::vector<double>& x, const std::vector<double>& y) {
   check_same_length(x, y, "Pearson correlation");
   size_t n = x.size();
   if (n == 0) return 0;
+  // A constant series is undefined: tested exactly, since the rounding of its mean (0.1 ten times sums to
+  // 0.9999999999999999) leaves deviations of ~1e-17 that would make a correlation of noise.
+  auto constant = [](const std::vector<double>& v) {
+    return std::all_of(v.begin(), v.end(), [&](double value) { return value == v.front(); });
+  };
+  if (constant(x) || constant(y)) return 0;
   double mean_x = std::accumulate(x.begin(), x.end(), 0.0) / n;
   double mean_y = std::accumulate(y.begin(), y.end(), 0.0) / n;
   double sxy = 0, sxx = 0, syy = 0;

@@ -1,6 +1,7 @@
 #include "lib/train/encoder_learner.h"
 
 #include <array>
+#include <optional>
 #include <vector>
 
 #include "lib/core/log.h"
@@ -20,6 +21,7 @@ struct TrainingSet {
   std::vector<int64_t> class_targets;         // classification
   std::vector<float> value_targets;           // regression
   std::vector<std::array<int64_t, 2>> spans;  // span: start, end
+  std::optional<uint64_t> truncated;          // of the sequences kept (classification and regression)
 };
 
 TrainingSet training_set(const tasks::LoadedTask& task, const text::Tokenizer& tokenizer, int max_length,
@@ -44,8 +46,10 @@ TrainingSet training_set(const tasks::LoadedTask& task, const text::Tokenizer& t
     log_info("finetune: ", stats.truncated_examples, " of ", stats.examples, " training examples truncated to ",
              max_length, " tokens");
   }
+  set.truncated = 0;
   for (auto& feature : features) {
     if (limit > 0 && set.sequences.size() >= limit) break;
+    *set.truncated += feature.sequence.truncated > 0;
     set.class_targets.push_back(feature.label);
     set.value_targets.push_back(feature.target);
     set.sequences.push_back(std::move(feature.sequence));
@@ -98,6 +102,7 @@ class EncoderLearner : public FinetuneLearner {
     train_ = training_set(task, tokenizer, predict.max_length, predict.squad, max_train_examples);
   }
   size_t examples() const override { return train_.sequences.size(); }
+  std::optional<uint64_t> truncated_examples() const override { return train_.truncated; }
   torch::nn::Module& start_run() override {
     const int64_t labels =
         definition_.kind == TaskKind::kClassification ? static_cast<int64_t>(definition_.labels.size()) : 1;

@@ -15,6 +15,7 @@
 #include "lib/core/random.h"
 #include "lib/dist/communicator.h"
 #include "lib/eval/checkpoint_tokenizer.h"
+#include "lib/eval/control_score.h"
 #include "lib/eval/predict_split.h"
 #include "lib/eval/task_score.h"
 #include "lib/eval/text_to_text.h"
@@ -112,6 +113,7 @@ struct FinetuneSetup {
   int epochs = 0, batch_size = 0, max_length = 0;
   tasks::SquadOptions squad;
   std::unique_ptr<FinetuneLearner> learner;
+  std::vector<eval::ControlScore> controls;  // one per dev file
   int64_t steps_per_epoch = 0, total_steps = 0, warmup = 0;
 };
 
@@ -222,6 +224,13 @@ void prepare_task(const FinetuneOptions& options, const tasks::TaskSource& sourc
   setup.squad = options.squad;
   setup.squad.max_length = setup.max_length;
   setup.learner = make_learner(options, setup, device);
+  for (const auto& dev : setup.task.dev) {
+    setup.controls.push_back(eval::control_score(definition, setup.task.train, options.max_train_examples, dev));
+    const eval::ControlScore& control = setup.controls.back();
+    if (control.defined) {
+      log_info("finetune: ", dev.metrics_task, " dev control: score ", control.score, " (", control.rule, ")");
+    }
+  }
   const size_t examples = setup.learner->examples();
   const size_t joint_batch = static_cast<size_t>(setup.batch_size) * world;
   setup.steps_per_epoch = static_cast<int64_t>((examples + joint_batch - 1) / joint_batch);
@@ -281,7 +290,8 @@ class FinetuneEpochs : public EpochLearner {
     std::vector<pb::TaskMetrics> records;
     const eval::MetricMap diagnostics = setup_.learner->training_diagnostics();
     if (!diagnostics.empty()) log_info("finetune: epoch ", epoch, " on training examples: ", describe_metrics(diagnostics));
-    for (const auto& dev : setup_.task.dev) {
+    for (size_t d = 0; d < setup_.task.dev.size(); ++d) {
+      const tasks::TaskSplit& dev = setup_.task.dev[d];
       eval::SplitPredictions predictions = setup_.learner->evaluate(dev);
       pb::TaskMetrics record;
       record.set_model(name_);
@@ -292,6 +302,7 @@ class FinetuneEpochs : public EpochLearner {
       for (const auto& [metric, value] : predictions.metrics) (*record.mutable_metrics())[metric] = value;
       for (const auto& [metric, value] : diagnostics) (*record.mutable_metrics())[metric] = value;
       record.set_score(predictions.score);
+      add_controls(setup_.controls[d], predictions, &record);
       record.set_checkpoint(fs::absolute(run_checkpoint_).lexically_normal().string());
       const auto [pretrain_path, pretrain_seed] = pretrain_run(setup_.init);
       record.set_pretrain_run(pretrain_path);
@@ -301,6 +312,20 @@ class FinetuneEpochs : public EpochLearner {
       records.push_back(record);
     }
     return records;
+  }
+
+  // The dev split's control and the truncated training and dev examples, beside the score they qualify.
+  void add_controls(const eval::ControlScore& control, const eval::SplitPredictions& predictions,
+                    pb::TaskMetrics* record) const {
+    if (control.defined) {
+      record->set_control_score(control.score);
+      record->set_control(control.rule);
+    }
+    if (const auto truncated = setup_.learner->truncated_examples()) {
+      record->set_train_truncated(*truncated);
+      record->set_train_examples(setup_.learner->examples());
+    }
+    if (setup_.task.definition.kind != TaskKind::kSpan) record->set_dev_truncated(predictions.truncated_examples);
   }
 
   pb::CheckpointInfo checkpoint_info(int epoch, int64_t update) const override {

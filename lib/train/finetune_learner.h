@@ -6,6 +6,8 @@
 #include <torch/torch.h>
 
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <vector>
 
 #include "formats/checkpoint.pb.h"
@@ -19,6 +21,8 @@ class FinetuneLearner {
   virtual ~FinetuneLearner() = default;
   // Training examples (SQuAD: windows).
   virtual size_t examples() const = 0;
+  // How many of them were longer than the maximum length before truncation; nullopt where not counted.
+  virtual std::optional<uint64_t> truncated_examples() const { return std::nullopt; }
   // A fresh model for the next run (the caller has seeded torch), initialised from the starting checkpoint
   // when there is one, on the device and in training mode.
   virtual torch::nn::Module& start_run() = 0;

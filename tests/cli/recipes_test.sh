@@ -43,14 +43,24 @@ check_table() {  # recipe, rows...
   local table="$work/$recipe/smoke/table.md"
   [ -s "$table" ] || fail "$recipe: no table.md"
   for task in $tasks; do
-    grep -q "^| model |.* $task |" "$table" || fail "$recipe: no $task column in $(cat "$table")"
+    # (A task at its floor is headed "TASK (floor)".)
+    grep -Eq "^\| model \|.* $task( \(floor\))? \|" "$table" || fail "$recipe: no $task column in $(cat "$table")"
   done
+  # With a task at its floor, a second GLUE column: the average without it (- when fewer than two tasks remain).
+  local glue=" \| -?[0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\)" more=""
+  grep -q "^| model |.* GLUE | GLUE w/o floor |$" "$table" && more="( \| -| \| -?[0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\))"
   for row in "$@"; do
     # mean ± SEM (best) in every task cell, and the GLUE average of the means (of the best runs).
-    grep -Eq "^\| $row( \|  *-?[0-9]+\.[0-9] ± [0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\))+ \| -?[0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\) \|$" \
+    grep -Eq "^\| $row( \|  *-?[0-9]+\.[0-9] ± [0-9]+\.[0-9] \(-?[0-9]+\.[0-9]\))+$glue$more \|$" \
       "$table" || fail "$recipe: row '$row' is not 'mean ± SEM (best)' for every task: $(cat "$table")"
     grep -Eq "^\| $row \| (-|[0-9]+) \| " "$table" || fail "$recipe: no cost row for '$row': $(cat "$table")"
   done
+  # Each task's control under the rows (the GLUE of the controls too), and its truncated training / dev examples.
+  grep -Eq "^\| control( \| -?[0-9]+\.[0-9])+( \| (-|-?[0-9]+\.[0-9])){1,2} \|$" "$table" ||
+    fail "$recipe: no control row: $(cat "$table")"
+  grep -Eq "^\| truncated train / dev( \| [0-9]+ of [0-9]+ / [0-9]+ of [0-9]+)+( \| -){1,2} \|$" "$table" ||
+    fail "$recipe: no truncated-examples row: $(cat "$table")"
+  grep -q "^Control: the task's score on its dev set" "$table" || fail "$recipe: the table does not say what the control is"
   grep -q "Command: \`make -C recipes/$recipe smoke" "$table" || fail "$recipe: the table does not say its command"
   head -n 1 "$table" | grep -q "^One pre-training run per row (PRETRAIN_SEEDS=1)" ||
     fail "$recipe: the smoke table's first line does not say it has one pre-training run per row: $(head -n 1 "$table")"

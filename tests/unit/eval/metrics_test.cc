@@ -69,7 +69,13 @@ TEST(EvalMetrics, SpearmanWithTiesByHand) {
   EXPECT_LT(pearson({1, 2, 3, 4}, {1, 8, 27, 64}), 1.0);
 }
 
-TEST(EvalMetrics, PearsonOfConstantIsZero) { EXPECT_DOUBLE_EQ(pearson({1, 1, 1}, {1, 2, 3}), 0.0); }
+TEST(EvalMetrics, PearsonOfConstantIsZero) {
+  EXPECT_DOUBLE_EQ(pearson({1, 1, 1}, {1, 2, 3}), 0.0);
+  // 0.1 ten times: the mean rounds to 0.09999999999999999, and the deviations are not zero.
+  std::vector<double> constant(10, 0.1), gold = {0.5, 3, 5, 2.2, 1, 4, 4.5, 0, 2, 3.3};
+  EXPECT_EQ(pearson(constant, gold), 0.0);
+  EXPECT_EQ(pearson(gold, constant), 0.0);
+}
 
 TEST(EvalMetrics, MeanSemOfOneValueHasNoError) {
   MeanSem ms = mean_and_sem({3.0});

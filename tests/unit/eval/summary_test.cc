@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "lib/core/errors.h"
 #include "lib/eval/task_score.h"
@@ -203,6 +204,131 @@ TEST(Summary, NanScoresRankBelowNumbersAndLeaveTheMean) {
   EXPECT_NEAR(cell.score, 65.0, 1e-9);  // mean of 75 and 55
   EXPECT_NEAR(cell.best, 75.0, 1e-9);
   EXPECT_TRUE(std::isnan(table.cells["only-nan"]["STS-B"].score));
+}
+
+}  // namespace
+}  // namespace cabert::eval
+
+namespace cabert::eval {
+namespace {
+
+SummaryCell cell(double mean, double sem, std::optional<double> control) {
+  SummaryCell out;
+  out.score = out.mean = mean;
+  out.sem = sem;
+  out.control = control;
+  return out;
+}
+
+// At the floor: no row more than one SEM above its control (mean - control <= SEM).
+TEST(SummaryFloor, EveryRowWithinOneSemAboveItsControl) {
+  const SummaryCell within = cell(75.2, 0.8, 74.8), above = cell(75.8, 0.2, 74.8), below = cell(60.0, 0.1, 74.8);
+  EXPECT_TRUE(at_floor({&within}));
+  EXPECT_FALSE(at_floor({&within, &above}));  // 1.0 above with SEM 0.2: one row learned something
+  EXPECT_TRUE(at_floor({&within, &below}));   // far below the control is not above it
+  // One run, SEM 0: at the floor only at or below the control.
+  const SummaryCell equal = cell(74.8, 0, 74.8), just_above = cell(74.9, 0, 74.8);
+  EXPECT_TRUE(at_floor({&equal}));
+  EXPECT_FALSE(at_floor({&just_above}));
+  // A row without a control cannot be judged; a failed row (NaN) is not above its control; no rows, no floor.
+  const SummaryCell no_control = cell(74.8, 0, std::nullopt);
+  const SummaryCell failed = cell(std::numeric_limits<double>::quiet_NaN(), 0, 74.8);
+  EXPECT_FALSE(at_floor({&within, &no_control}));
+  EXPECT_TRUE(at_floor({&within, &failed}));
+  EXPECT_FALSE(at_floor({}));
+}
+
+pb::TaskMetrics controlled(const std::string& model, const std::string& task, std::map<std::string, double> metrics,
+                           double control) {
+  pb::TaskMetrics r = record(model, task, std::move(metrics));
+  r.set_control_score(control);
+  r.set_control("the majority training label '1' (40 of 64) everywhere");
+  return r;
+}
+
+// A table with each task's control under the rows, MRPC at its floor (74.5 +- 0.5 against 74.8) and marked, and
+// the GLUE score with and without it; CoLA 25 +- 5 and SST-2 82 +- 2 are far above their controls 0 and 51.
+TEST(SummaryFloor, ControlRowFloorMarkAndTwoGlueScores) {
+  std::vector<pb::TaskMetrics> records = {
+      controlled("m", "CoLA", {{"mcc", 0.30}}, 0.0),
+      controlled("m", "CoLA", {{"mcc", 0.20}}, 0.0),
+      controlled("m", "SST-2", {{"accuracy", 0.80}}, 51.0),
+      controlled("m", "SST-2", {{"accuracy", 0.84}}, 51.0),
+      controlled("m", "MRPC", {{"f1", 0.81}, {"accuracy", 0.69}}, 74.8),  // 75.0
+      controlled("m", "MRPC", {{"f1", 0.80}, {"accuracy", 0.68}}, 74.8),  // 74.0
+  };
+  for (auto& r : records) {
+    if (r.task() == "CoLA") {
+      r.set_train_truncated(2);
+      r.set_train_examples(64);
+      r.set_dev_truncated(1);
+      r.set_examples(100);
+    } else if (r.task() == "SST-2") {
+      r.set_train_truncated(0);
+      r.set_train_examples(64);
+      r.set_dev_truncated(0);
+      r.set_examples(50);
+    }
+  }
+  SummaryOptions options;
+  SummaryTable table = summarize(records, options);
+  EXPECT_EQ(table.floor_tasks, (std::vector<std::string>{"MRPC"}));
+  EXPECT_NEAR(table.cells["m"]["MRPC"].mean, 74.5, 1e-9);
+  EXPECT_NEAR(table.cells["m"]["MRPC"].sem, 0.5, 1e-9);
+  EXPECT_NEAR(table.glue["m"], (25.0 + 82.0 + 74.5) / 3, 1e-9);  // 60.5
+  EXPECT_NEAR(table.glue_without_floor["m"], (25.0 + 82.0) / 2, 1e-9);
+  EXPECT_EQ(table.glue_tasks_without_floor["m"], (std::vector<std::string>{"CoLA", "SST-2"}));
+  EXPECT_NEAR(*table.control_glue, (0.0 + 51.0 + 74.8) / 3, 1e-9);  // 41.93
+  EXPECT_NEAR(*table.control_glue_without_floor, 25.5, 1e-9);
+  const std::string markdown = render_summary(table, SummaryFormat::kMarkdown, options);
+  EXPECT_EQ(markdown.substr(0, markdown.find("\n\n")),
+            "| model | CoLA | SST-2 | MRPC (floor) | GLUE | GLUE w/o floor |\n"
+            "|---|---:|---:|---:|---:|---:|\n"
+            "| m | 25.0 ± 5.0 | 82.0 ± 2.0 | 74.5 ± 0.5 | 60.5 | 53.5 |\n"
+            "| control | 0.0 | 51.0 | 74.8 | 41.9 | 25.5 |\n"
+            "| truncated train / dev | 2 of 64 / 1 of 100 | 0 of 64 / 0 of 50 | - / - | - | - |");
+  for (const char* note : {"GLUE w/o floor: the same without MRPC",
+                           "(floor): the task is at its floor: no row's mean is more than one SEM above the control",
+                           "MRPC: the majority training label '1' (40 of 64) everywhere",
+                           "Truncated train / dev: examples longer than the maximum length before truncation"}) {
+    EXPECT_NE(markdown.find(note), std::string::npos) << note << " in " << markdown;
+  }
+  EXPECT_EQ(render_summary(table, SummaryFormat::kTsv, options),
+            "model\tCoLA\tSST-2\tMRPC (floor)\tGLUE\tGLUE w/o floor\n"
+            "m\t25.0 +- 5.0\t82.0 +- 2.0\t74.5 +- 0.5\t60.5\t53.5\n"
+            "control\t0.0\t51.0\t74.8\t41.9\t25.5\n"
+            "truncated train / dev\t2 of 64 / 1 of 100\t0 of 64 / 0 of 50\t- / -\t-\t-\n");
+  auto json = nlohmann::json::parse(render_summary(table, SummaryFormat::kJson, options));
+  EXPECT_EQ(json["floor_tasks"], nlohmann::json::array({"MRPC"}));
+  EXPECT_NEAR(json["models"][0]["glue_without_floor"].get<double>(), 53.5, 1e-9);
+  EXPECT_NEAR(json["controls"]["MRPC"]["low"].get<double>(), 74.8, 1e-9);
+  EXPECT_EQ(json["models"][0]["tasks"]["CoLA"]["train_truncated"], 2);
+
+  // A second row 0.8 above MRPC's control (75.6) with SEM 0.2 lifts it off the floor: one GLUE column, no mark.
+  records.push_back(controlled("n", "MRPC", {{"f1", 0.82}, {"accuracy", 0.696}}, 74.8));  // 75.8
+  records.push_back(controlled("n", "MRPC", {{"f1", 0.82}, {"accuracy", 0.688}}, 74.8));  // 75.4
+  records.push_back(controlled("n", "SST-2", {{"accuracy", 0.80}}, 51.0));
+  table = summarize(records, options);
+  EXPECT_NEAR(table.cells["n"]["MRPC"].sem, 0.2, 1e-9);
+  EXPECT_TRUE(table.floor_tasks.empty());
+  EXPECT_TRUE(table.glue_without_floor.empty());
+  const std::string lifted = render_summary(table, SummaryFormat::kMarkdown, options);
+  EXPECT_EQ(lifted.find("(floor) |"), std::string::npos) << lifted;
+  EXPECT_EQ(lifted.find("w/o floor"), std::string::npos) << lifted;
+  EXPECT_NE(lifted.find("No task is at its floor"), std::string::npos) << lifted;
+}
+
+// Records without controls (older ones, translation) keep the table as it was: no control or truncated row.
+TEST(SummaryFloor, RecordsWithoutControlsAddNoRows) {
+  std::vector<pb::TaskMetrics> records = {record("m", "SST-2", {{"accuracy", 0.8}}),
+                                          record("m", "CoLA", {{"mcc", 0.3}})};
+  SummaryOptions options;
+  const SummaryTable table = summarize(records, options);
+  EXPECT_TRUE(table.controls.empty());
+  EXPECT_TRUE(table.floor_tasks.empty());
+  const std::string markdown = render_summary(table, SummaryFormat::kMarkdown, options);
+  EXPECT_EQ(markdown.find("control"), std::string::npos) << markdown;
+  EXPECT_EQ(markdown.find("truncated"), std::string::npos) << markdown;
 }
 
 }  // namespace

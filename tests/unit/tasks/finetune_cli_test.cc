@@ -4,6 +4,7 @@
 // (LibTorch threads spin-wait when the cores are shared with other jobs, which makes 2 threads 10x slower).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -210,6 +211,30 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     EXPECT_EQ(best->examples(), 24u);
     for (const auto& metric : c.metrics) EXPECT_EQ(best->metrics().count(metric), 1u) << c.task << " " << metric;
     summary_inputs += " " + model + "/metrics.cabert";
+    // The controls: every record carries the dev split's control score and the truncated examples (of the 40
+    // trained on, and of the 24 dev examples).
+    ASSERT_TRUE(best->has_control_score()) << c.task;
+    ASSERT_TRUE(best->has_train_truncated() && best->has_dev_truncated()) << c.task;
+    EXPECT_EQ(best->train_examples(), 40u) << c.task;
+    EXPECT_LE(best->train_truncated(), 40u) << c.task;
+    EXPECT_LE(best->dev_truncated(), 24u) << c.task;
+    if (c.task == "CoLA" || c.task == "STS-B") EXPECT_EQ(best->control_score(), 0.0) << c.task;  // MCC, correlations
+    if (c.task == "MRPC") {
+      // The majority label of the 40 training rows, predicted on the 24 dev rows: F1 of "1" and accuracy by hand.
+      auto labels = [](const std::string& path) {
+        std::vector<std::string> out;
+        for (const auto& line : lines_of(path)) out.push_back(tasks::split_tabs(line)[0]);
+        out.erase(out.begin());  // the header
+        return out;
+      };
+      const auto train = labels(task + "/train.tsv"), dev = labels(task + "/dev.tsv");
+      const std::string majority = std::count(train.begin(), train.end(), "1") * 2 > 40 ? "1" : "0";
+      const double right = std::count(dev.begin(), dev.end(), majority), positives = std::count(dev.begin(), dev.end(), "1");
+      const double f1 = majority == "1" ? 2 * positives / (2 * positives + (24 - positives)) : 0;
+      EXPECT_NEAR(best->control_score(), 100 * (right / 24 + f1) / 2, 1e-9);
+      EXPECT_NE(best->control().find("the majority training label '" + majority + "'"), std::string::npos)
+          << best->control();
+    }
 
     result = run_command(cabert_binary() + " --threads 1 --quiet evaluate --model " + model + "/best.cabert --data " +
                          task + "/test.tsv --predictions " + dir_ + "/glue-submission/");
@@ -234,8 +259,23 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
   auto result = run_command(cabert_binary() + " --threads 1 evaluate --summarize" + summary_inputs + " --format tsv");
   ASSERT_EQ(result.exit_code, 0) << result.err;
   auto table = tasks::split_tabs(result.out.substr(0, result.out.find('\n')));
+  for (size_t i = 1; i < table.size(); ++i) {
+    // One run per task (SEM 0): a task is at its floor exactly when its score does not exceed its control.
+    std::string& column = table[i];
+    const auto mark = column.find(" (floor)");
+    if (mark != std::string::npos) column.erase(mark);
+    const auto it = std::find_if(cases.begin(), cases.end(), [&](const GlueCase& c) { return c.task == column; });
+    ASSERT_NE(it, cases.end()) << column;
+    const auto records = read_metrics(dir_ + "/" + it->dir + "-model/metrics.cabert");
+    const pb::TaskMetrics* best = best_record(records, column);
+    EXPECT_EQ(mark != std::string::npos, best->score() <= best->control_score() + 1e-9)
+        << column << ": score " << best->score() << ", control " << best->control_score();
+  }
   EXPECT_EQ(table, (std::vector<std::string>{"model", "CoLA", "MRPC", "STS-B", "QQP", "QNLI", "RTE", "WNLI"}));
-  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 8);  // header + 7 models
+  // Header, 7 models, the controls and the truncated examples.
+  EXPECT_EQ(std::count(result.out.begin(), result.out.end(), '\n'), 10);
+  EXPECT_NE(result.out.find("\ncontrol\t0.0\t"), std::string::npos) << result.out;  // CoLA's MCC of a constant
+  EXPECT_NE(result.out.find("\ntruncated train / dev\t"), std::string::npos) << result.out;
   // A directory stands for every metrics file below it (checkpoints are passed over): same table.
   auto from_directory = run_command(cabert_binary() + " --threads 1 evaluate --summarize " + dir_ + " --format tsv");
   ASSERT_EQ(from_directory.exit_code, 0) << from_directory.err;
