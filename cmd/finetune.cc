@@ -204,9 +204,20 @@ void add_translation_flags(CLI::App* sub, FinetuneCommand* command) {
   sub->add_option("--dev-split", t.dev_split, "Translation: dev split in a --data directory (or --dev PAIRS.tsv)")
       ->capture_default_str();
   sub->add_option("--max-tokens", t.max_tokens,
-                  "Translation: padded source + target tokens per batch and process (the joint batch: N x this)")
+                  "Translation: tokens per batch and process, counted as --count-tokens says (the joint batch: N x "
+                  "this)")
       ->capture_default_str();
-  sub->add_option("--schedule", t.schedule, "Translation: inverse-sqrt or linear (decay to 0)")->capture_default_str();
+  sub->add_option("--count-tokens", t.count_tokens,
+                  "Translation: padded-sum (rows x (longest source + longest target)) or longer-side (rows x the "
+                  "longer side's padded length, as fairseq's --max-tokens counts)")
+      ->capture_default_str();
+  sub->add_option("--schedule", t.schedule,
+                  "Translation: inverse-sqrt, linear (decay to 0) or cosine (fairseq's, t_mult 1)")
+      ->capture_default_str();
+  sub->add_option("--lr-period-updates", t.lr_period_updates,
+                  "Translation, cosine: updates per period (0: every update after the warm-up)")
+      ->capture_default_str();
+  sub->add_option("--min-lr", t.min_lr, "Translation, cosine: the lowest learning rate")->capture_default_str();
   sub->add_option("--warmup-steps", t.warmup_steps, "Translation: warm-up updates (-1: min(4000, half the updates), or what a resumed run recorded)")
       ->capture_default_str();
   sub->add_option("--label-smoothing", t.label_smoothing,

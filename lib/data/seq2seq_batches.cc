@@ -40,7 +40,7 @@ Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, con
 }
 
 std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples, int64_t max_tokens,
-                                                      int64_t max_rows) {
+                                                      int64_t max_rows, TokenCount count) {
   if (max_tokens < 1 || max_rows < 1) {
     throw UsageError(str("batching: expected positive max tokens and rows, got ", max_tokens, " and ", max_rows));
   }
@@ -58,7 +58,8 @@ std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqE
   for (size_t index : order) {
     size_t source = std::max(longest_source, examples[index].source.size());
     size_t target = std::max(longest_target, examples[index].target.size() + 1);
-    int64_t padded = static_cast<int64_t>((current.size() + 1) * (source + target));
+    const size_t row = count == TokenCount::kPaddedLonger ? std::max(source, target) : source + target;
+    const int64_t padded = static_cast<int64_t>((current.size() + 1) * row);
     if (!current.empty() && (padded > max_tokens || static_cast<int64_t>(current.size()) >= max_rows)) {
       batches.push_back(std::move(current));
       current.clear();

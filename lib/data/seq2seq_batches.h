@@ -33,11 +33,18 @@ struct Seq2SeqBatch {
 Seq2SeqBatch make_seq2seq_batch(const std::vector<Seq2SeqExample>& examples, const std::vector<size_t>& rows,
                                 int64_t bos = 2, int64_t eos = 3);
 
+// How a batch's tokens are counted against the budget:
+//   kPaddedSum     rows x (longest source + longest target + 1): every padded position of both sides (cabert's)
+//   kPaddedLonger  rows x max(longest source, longest target + 1): the padded length of the longer side, as
+//                  fairseq's --max-tokens counts (its batch_by_size over num_tokens = max(source, target length)),
+//                  so a budget B holds about twice the sentences kPaddedSum's B holds
+enum class TokenCount { kPaddedSum, kPaddedLonger };
+
 // Indices of `examples` grouped into batches: sorted by (source length, target length), each batch at most
-// max_rows rows and rows x (longest source + longest target + 1) <= max_tokens padded tokens (a single
-// example over the budget still gets a batch of its own). Every index appears exactly once.
+// max_rows rows and at most max_tokens tokens counted as `count` says (a single example over the budget still
+// gets a batch of its own). Every index appears exactly once.
 std::vector<std::vector<size_t>> token_budget_batches(const std::vector<Seq2SeqExample>& examples, int64_t max_tokens,
-                                                      int64_t max_rows);
+                                                      int64_t max_rows, TokenCount count = TokenCount::kPaddedSum);
 
 // Data parallelism: rank `rank`'s share of a joint batch of `world` ranks, the contiguous rows
 // [rank * n / world, (rank + 1) * n / world) (n = rows; empty when n < world leaves this rank none). The shares

@@ -18,6 +18,13 @@ double inverse_sqrt(double peak, int64_t update, int64_t warmup) {
   return peak * std::sqrt(steady / static_cast<double>(std::max<int64_t>(update, 1)));
 }
 
+double cosine(double peak, int64_t update, int64_t warmup, int64_t period, double min_lr) {
+  if (warmup > 0 && update <= warmup) return peak * static_cast<double>(update) / static_cast<double>(warmup);
+  const int64_t t = (update - std::max<int64_t>(warmup, 0)) % std::max<int64_t>(period, 1);
+  const double pi = std::acos(-1.0);
+  return min_lr + (peak - min_lr) * (1 + std::cos(pi * static_cast<double>(t) / static_cast<double>(period))) / 2;
+}
+
 Warmup translation_warmup(int64_t given, int64_t total_updates, int64_t recorded, bool resuming) {
   if (given >= 0) return {given, "given (--warmup-steps)"};
   if (recorded >= 0) return {recorded, "the resumed run's"};

@@ -17,6 +17,11 @@ double linear_warmup_decay(double peak, int64_t update, int64_t warmup, int64_t 
 // to `peak` over `warmup` updates, then peak * sqrt(warmup / update).
 double inverse_sqrt(double peak, int64_t update, int64_t warmup);
 
+// fairseq's cosine schedule with t_mult 1 and lr_shrink 1 (its WMT'16 recipe for Wu et al.): linear warm-up to `peak`
+// over `warmup` updates, then min_lr + (peak - min_lr) (1 + cos(pi t / period)) / 2 with t = (update - warmup) mod
+// period: a half cosine from peak to min_lr every `period` updates, restarting at peak.
+double cosine(double peak, int64_t update, int64_t warmup, int64_t period, double min_lr);
+
 // Translation's warm-up in updates (issue 58): --warmup-steps when given (>= 0); else the warm-up recorded in the
 // checkpoint a run resumes from (`recorded`, >= 0), so that a resumed run keeps its schedule even when --epochs
 // changes its length; else the rule: fairseq's 4000 updates (its IWSLT'14 and WMT'16 En-De recipes use it for

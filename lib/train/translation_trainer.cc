@@ -49,8 +49,17 @@ void check_options(const TranslationTrainOptions& options) {
     throw UsageError("translation: --data DIR (SPLIT.LANG files) or --data PAIRS.tsv is required");
   }
   if (options.epochs < 1) throw UsageError(str("--epochs: expected at least 1, got ", options.epochs));
-  if (options.schedule != "inverse-sqrt" && options.schedule != "linear") {
-    throw UsageError(str("--schedule: expected inverse-sqrt or linear, got '", options.schedule, "'"));
+  if (options.schedule != "inverse-sqrt" && options.schedule != "linear" && options.schedule != "cosine") {
+    throw UsageError(str("--schedule: expected inverse-sqrt, linear or cosine, got '", options.schedule, "'"));
+  }
+  if (options.count_tokens != "padded-sum" && options.count_tokens != "longer-side") {
+    throw UsageError(str("--count-tokens: expected padded-sum or longer-side, got '", options.count_tokens, "'"));
+  }
+  if (options.lr_period_updates < 0) {
+    throw UsageError(str("--lr-period-updates: expected 0 or more, got ", options.lr_period_updates));
+  }
+  if (!(options.min_lr >= 0 && options.min_lr <= options.lr)) {
+    throw UsageError(str("--min-lr: expected a value in [0, --lr], got ", options.min_lr));
   }
   if (options.dev_beam < 1) throw UsageError(str("--dev-beam: expected >= 1, got ", options.dev_beam));
 }
@@ -128,7 +137,9 @@ TranslationData read_data(const TranslationTrainOptions& options, const text::To
              " targets to ", options.max_source_tokens, "/", options.max_target_tokens, " tokens");
   }
   // The joint batches of `world` ranks: those one process with the joint budget cuts (docs/training.md).
-  data.batches = data::token_budget_batches(data.train, options.max_tokens * world, options.max_rows * world);
+  const data::TokenCount count =
+      options.count_tokens == "longer-side" ? data::TokenCount::kPaddedLonger : data::TokenCount::kPaddedSum;
+  data.batches = data::token_budget_batches(data.train, options.max_tokens * world, options.max_rows * world, count);
   data.task_name = tasks::translation_task_name(data.files);
   return data;
 }
@@ -427,13 +438,14 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   const TranslationData data = read_data(options, *start.tokenizer, world);
   const int64_t steps_per_epoch = static_cast<int64_t>(data.batches.size());
   const int64_t total_steps = steps_per_epoch * options.epochs;
-  const Warmup warmup_choice = translation_warmup(options.warmup_steps, total_steps,
-                                                  resuming ? recorded_warmup(last_path) : -1, resuming);
+  const Warmup warmup_choice =
+      translation_warmup(options.warmup_steps, total_steps, resuming ? recorded_warmup(last_path) : -1, resuming);
   const int64_t warmup = warmup_choice.updates;
   log_info("translation: ", data.task_name, ", ", data.train.size(), " training pairs in ", steps_per_epoch,
-           " batches of <= ", options.max_tokens, " tokens", world > 1 ? str(" x ", world, " processes") : "", ", dev ", data.dev.examples.size(), "; lr ", options.lr, " (",
-           options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates: ", warmup_choice.rule, "), label smoothing ", start.smoothing,
-           ", ", options.epochs, " epochs");
+           " batches of <= ", options.max_tokens, " tokens (", options.count_tokens, ")",
+           world > 1 ? str(" x ", world, " processes") : "", ", dev ", data.dev.examples.size(), "; lr ", options.lr,
+           " (", options.schedule, ", warm-up ", warmup, " of ", total_steps, " updates: ", warmup_choice.rule,
+           "), label smoothing ", start.smoothing, ", ", options.epochs, " epochs");
 
   create_output_directory(options.model_dir, "--model-dir");
   // --resume without last.cabert starts from scratch: what an earlier start left (a best or epoch checkpoint
@@ -509,9 +521,12 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   step_settings.unit = "update";
   step_settings.clip_norm = options.clip_norm;
   step_settings.max_skipped_updates = options.max_skipped_updates;
-  step_settings.learning_rate = [&](int64_t update) {
-    return options.schedule == "linear" ? linear_warmup_decay(options.lr, update, warmup, total_steps)
-                                        : inverse_sqrt(options.lr, update, warmup);
+  const int64_t period =
+      options.lr_period_updates > 0 ? options.lr_period_updates : std::max<int64_t>(total_steps - warmup, 1);
+  step_settings.learning_rate = [&, period](int64_t update) {
+    if (options.schedule == "linear") return linear_warmup_decay(options.lr, update, warmup, total_steps);
+    if (options.schedule == "cosine") return cosine(options.lr, update, warmup, period, options.min_lr);
+    return inverse_sqrt(options.lr, update, warmup);
   };
   step_settings.non_finite_loss = [](double loss, int64_t update, int) {
     return str("translation: the loss became ", loss, " at update ", update, "; lower --lr");

@@ -40,8 +40,11 @@ struct TranslationTrainOptions {
   tasks::TranslationFiles files;
   double lr = 5e-4;
   int epochs = 10;
-  int64_t max_tokens = 4096, max_rows = 512;  // per batch: padded source + target tokens, rows
-  std::string schedule = "inverse-sqrt";      // or "linear"
+  int64_t max_tokens = 4096, max_rows = 512;  // per batch: tokens counted as count_tokens says, rows
+  std::string count_tokens = "padded-sum";    // or "longer-side" (fairseq's --max-tokens): data::TokenCount
+  std::string schedule = "inverse-sqrt";      // or "linear", "cosine"
+  int64_t lr_period_updates = 0;              // cosine: updates per period (0: the updates after the warm-up)
+  double min_lr = 0;                          // cosine: the floor
   int64_t warmup_steps = -1;                  // -1: min(4000, half the updates); see translation_warmup
   double weight_decay = 1e-4, clip_norm = 0;
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop

@@ -107,6 +107,24 @@ TEST(TokenBudgetBatches, AnExampleOverTheBudgetGetsABatchOfItsOwn) {
   EXPECT_EQ(seen, (std::vector<int>{1, 1, 1, 1}));
 }
 
+// fairseq's count (the padded longer side): 4 rows of source 9 and target 4 (+EOS = 5) are 4 x 9 = 36 tokens, within
+// a budget of 36, where cabert's padded sum counts 4 x (9 + 5) = 56 and fits 2 rows (2 x 14 = 28; 3 x 14 = 42 > 36).
+TEST(TokenBudgetBatches, TheLongerSideCountsAsFairseqCounts) {
+  std::vector<Seq2SeqExample> examples(8, Seq2SeqExample{std::vector<int32_t>(9, 5), std::vector<int32_t>(4, 6)});
+  auto longer = token_budget_batches(examples, 36, 100, TokenCount::kPaddedLonger);
+  ASSERT_EQ(longer.size(), 2u);
+  EXPECT_EQ(longer[0].size(), 4u);
+  EXPECT_EQ(longer[1].size(), 4u);
+  auto sum = token_budget_batches(examples, 36, 100, TokenCount::kPaddedSum);
+  ASSERT_EQ(sum.size(), 4u);
+  for (const auto& batch : sum) EXPECT_EQ(batch.size(), 2u);
+  // The target side can be the longer one: source 2, target 9 (+EOS 10): 3 rows x 10 = 30 <= 36, 4 x 10 > 36.
+  std::vector<Seq2SeqExample> long_targets(6, Seq2SeqExample{std::vector<int32_t>(2, 5), std::vector<int32_t>(9, 6)});
+  auto by_target = token_budget_batches(long_targets, 36, 100, TokenCount::kPaddedLonger);
+  ASSERT_EQ(by_target.size(), 2u);
+  EXPECT_EQ(by_target[0].size(), 3u);
+}
+
 TEST(TokenBudgetBatches, RefusesAnEmptyBudget) {
   const std::vector<Seq2SeqExample> examples = two_examples();
   EXPECT_THROW(token_budget_batches(examples, 0, 8), UsageError);

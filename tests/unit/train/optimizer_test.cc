@@ -102,6 +102,15 @@ TEST(Schedule, LinearWarmupThenDecay) {
   EXPECT_DOUBLE_EQ(linear_warmup_decay(2.0, 5, 0, 10), 1.0);
 }
 
+TEST(Schedule, CosineAsFairseqsWithOnePeriod) {
+  EXPECT_DOUBLE_EQ(cosine(1e-3, 50, 100, 200, 1e-7), 5e-4);                  // warm-up
+  EXPECT_DOUBLE_EQ(cosine(1e-3, 100, 100, 200, 1e-7), 1e-3);                 // peak at the end of warm-up
+  EXPECT_NEAR(cosine(1e-3, 200, 100, 200, 1e-7), (1e-3 + 1e-7) / 2, 1e-15);  // halfway: cos(pi/2) = 0
+  EXPECT_NEAR(cosine(1e-3, 299, 100, 200, 1e-7), 1e-7 + (1e-3 - 1e-7) * (1 + std::cos(M_PI * 199 / 200)) / 2, 1e-15);
+  EXPECT_DOUBLE_EQ(cosine(1e-3, 300, 100, 200, 1e-7), 1e-3);  // the next period restarts at the peak
+  for (int64_t u = 101; u < 299; ++u) EXPECT_LT(cosine(1e-3, u + 1, 100, 200, 0), cosine(1e-3, u, 100, 200, 0)) << u;
+}
+
 // Translation's warm-up: given, else recorded by the run being resumed, else fairseq's 4000 capped at half the
 // run; an older checkpoint without a record resumes with the old rule, min(4000, 10%).
 TEST(Schedule, TranslationWarmupRule) {

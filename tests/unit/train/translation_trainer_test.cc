@@ -3,6 +3,7 @@
 // epoch; averaging epochs gives the parameter mean.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <string>
@@ -248,12 +249,36 @@ TEST_F(TranslationTrainerTest, AResumeWithNothingLeftToTrainAveragesTheLastEpoch
                  lowered.model_dir + "/epoch-2.cabert");
 }
 
+// fairseq's token count (the longer side) fits about twice the sentences in the same budget, so an epoch has
+// fewer updates; the cosine schedule trains.
+TEST_F(TranslationTrainerTest, CountingTheLongerSideMakesFewerBatchesAndTheCosineScheduleTrains) {
+  TranslationTrainOptions sum = options("sum");
+  sum.epochs = 1;
+  TranslationTrainOptions longer = options("longer");
+  longer.epochs = 1;
+  longer.count_tokens = "longer-side";
+  longer.schedule = "cosine";
+  longer.min_lr = 1e-5;
+  const uint64_t sum_updates = run_translation_training(sum).epochs.at(0).step();
+  TranslationTrainSummary summary = run_translation_training(longer);
+  const uint64_t longer_updates = summary.epochs.at(0).step();
+  EXPECT_LT(longer_updates, sum_updates);
+  EXPECT_GE(2 * longer_updates, sum_updates - 1);
+  EXPECT_TRUE(std::isfinite(summary.epochs.at(0).train_loss()));
+}
+
 TEST_F(TranslationTrainerTest, RefusesAnEncoderPresetAndABadSchedule) {
   TranslationTrainOptions o = options("refused");
   o.preset = "bert-tiny-none";
   EXPECT_THROW(run_translation_training(o), UsageError);
   o = options("refused");
-  o.schedule = "cosine";
+  o.schedule = "polynomial_decay";
+  EXPECT_THROW(run_translation_training(o), UsageError);
+  o = options("refused");
+  o.count_tokens = "source";
+  EXPECT_THROW(run_translation_training(o), UsageError);
+  o = options("refused");
+  o.min_lr = 2 * o.lr;
   EXPECT_THROW(run_translation_training(o), UsageError);
 }
 
