@@ -67,7 +67,8 @@ torch::Tensor CausalSelfAttentionImpl::forward_step(const torch::Tensor& x_t, Mi
   state.values = state.values.defined() ? torch::cat({state.values, v}, 2) : v;
   // The newest position sees every cached one: no mask needed.
   const int64_t keys = state.keys.size(2);
-  torch::Tensor bias = position_bias ? position_bias->between(keys - 1, 1, keys).to(x_t.scalar_type()) : torch::Tensor();
+  torch::Tensor bias =
+      position_bias ? position_bias->between(keys - 1, 1, keys).to(x_t.scalar_type()) : torch::Tensor();
   return merge_heads(attend(split_heads(query(x_t), heads), state.keys, state.values, bias, attention_dropout));
 }
 

@@ -41,8 +41,8 @@ RelativePositionBiasImpl::RelativePositionBiasImpl(int64_t heads, int64_t bucket
 }
 
 torch::Tensor RelativePositionBiasImpl::band() const {
-  torch::Tensor offsets =
-      torch::arange(-max_distance_, max_distance_ + 1, torch::TensorOptions().dtype(torch::kLong).device(table.device()));
+  torch::Tensor offsets = torch::arange(-max_distance_, max_distance_ + 1,
+                                        torch::TensorOptions().dtype(torch::kLong).device(table.device()));
   return table.index_select(1, t5_relative_buckets(offsets, bidirectional_, buckets_, max_distance_));
 }
 

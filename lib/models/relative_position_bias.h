@@ -22,8 +22,7 @@ torch::Tensor t5_relative_buckets(const torch::Tensor& offsets, bool bidirection
 
 class RelativePositionBiasImpl : public torch::nn::Module {
  public:
-  RelativePositionBiasImpl(int64_t heads, int64_t buckets, int64_t max_distance, bool bidirectional,
-                           double init_std);
+  RelativePositionBiasImpl(int64_t heads, int64_t buckets, int64_t max_distance, bool bidirectional, double init_std);
 
   // The bias as a band over offsets -D..D, [heads, 2D + 1]: column r + D holds offset r's bucket. Every offset
   // beyond D has the bucket of +-D, so attention that clamps offsets to the radius D (ops::composite_attention's

@@ -33,8 +33,8 @@ void init_seq2seq_weights(torch::nn::Module& root, int64_t hidden) {
     const std::string& name = item.key();
     torch::nn::Module& module = *item.value();
     if (auto* linear = module.as<torch::nn::Linear>()) {
-      const bool projection = ends_with(name, "attention.query") || ends_with(name, "attention.key") ||
-                              ends_with(name, "attention.value");
+      const bool projection =
+          ends_with(name, "attention.query") || ends_with(name, "attention.key") || ends_with(name, "attention.value");
       if (ends_with(name, "kernel_projection")) {
         linear->reset_parameters();
       } else if (projection) {
@@ -180,9 +180,9 @@ torch::Tensor Seq2SeqModelImpl::logits(const torch::Tensor& hidden) {
 
 torch::Tensor Seq2SeqModelImpl::encode(const torch::Tensor& source, const torch::Tensor& source_mask) {
   const auto dtype = source_table->weight.scalar_type();
-  torch::Tensor x = embed(source_table, source,
-                          encoder_position_bias ? torch::Tensor()
-                                                : sinusoidal_positions(source_mask, config_.hidden_size(), dtype));
+  torch::Tensor x =
+      embed(source_table, source,
+            encoder_position_bias ? torch::Tensor() : sinusoidal_positions(source_mask, config_.hidden_size(), dtype));
   x = encoder(x, source_mask);
   if (encoder_top_attention) x = encoder_top_attention(x, source_mask);
   return encoder_norm ? encoder_norm(x) : x;
@@ -191,9 +191,9 @@ torch::Tensor Seq2SeqModelImpl::encode(const torch::Tensor& source, const torch:
 torch::Tensor Seq2SeqModelImpl::decode(const torch::Tensor& target_in, const torch::Tensor& target_mask,
                                        const torch::Tensor& memory, const torch::Tensor& memory_mask) {
   const auto dtype = source_table->weight.scalar_type();
-  torch::Tensor x = embed(target_embedding(), target_in,
-                          decoder_position_bias ? torch::Tensor()
-                                                : sinusoidal_positions(target_mask, config_.hidden_size(), dtype));
+  torch::Tensor x =
+      embed(target_embedding(), target_in,
+            decoder_position_bias ? torch::Tensor() : sinusoidal_positions(target_mask, config_.hidden_size(), dtype));
   for (auto& layer : *decoder) x = layer->as<DecoderLayer>()->forward(x, target_mask, memory, memory_mask);
   return logits(decoder_norm ? decoder_norm(x) : x);
 }
@@ -213,8 +213,8 @@ torch::Tensor Seq2SeqModelImpl::decode_step(const torch::Tensor& tokens, int64_t
   // Real target tokens are numbered from 1, as sinusoidal_positions numbers them in the full forward.
   torch::Tensor positions;
   if (!decoder_position_bias) {
-    positions = sinusoidal_encoding(torch::full({tokens.size(0), 1}, step + 1, tokens.options()),
-                                    config_.hidden_size(), dtype);
+    positions =
+        sinusoidal_encoding(torch::full({tokens.size(0), 1}, step + 1, tokens.options()), config_.hidden_size(), dtype);
   }
   torch::Tensor x = embed(target_embedding(), tokens.unsqueeze(1), positions);
   for (size_t i = 0; i < decoder->size(); ++i) {

@@ -23,14 +23,15 @@
 namespace cabert::models {
 namespace {
 
-const std::vector<int64_t> kOffsets = {0,  1,  -1, 7,  -7,  8,   -8,  11,   12,  15,  16,  -16, 17, 31,
+const std::vector<int64_t> kOffsets = {0,  1,   -1, 7,  -7, 8,   -8, 11,  12,  15,   16,  -16, 17,  31,
                                        32, -32, 33, 63, 64, -64, 65, 127, 128, -128, 129, 500, -500};
 
 TEST(T5RelativeBuckets, AreT5sBuckets) {
   // transformers: T5Attention._relative_position_bucket(offsets, bidirectional, num_buckets=32, max_distance=128)
   const std::vector<int64_t> both_ways = {0,  17, 1,  23, 7,  24, 8,  24, 25, 25, 26, 10, 26, 27,
                                           28, 12, 28, 29, 30, 14, 30, 31, 31, 15, 31, 31, 15};
-  const std::vector<int64_t> causal = {0, 0, 1, 0, 7, 0, 8, 0, 0, 0, 0, 16, 0, 0, 0, 21, 0, 0, 0, 26, 0, 0, 0, 31, 0, 0, 31};
+  const std::vector<int64_t> causal = {0, 0,  1, 0, 7, 0,  8, 0, 0, 0,  0, 16, 0, 0,
+                                       0, 21, 0, 0, 0, 26, 0, 0, 0, 31, 0, 0,  31};
   torch::Tensor offsets = torch::tensor(kOffsets, torch::kLong);
   torch::Tensor a = t5_relative_buckets(offsets, true, 32, 128), b = t5_relative_buckets(offsets, false, 32, 128);
   for (size_t i = 0; i < kOffsets.size(); ++i) {
@@ -85,7 +86,8 @@ TEST(T5RelativeBias, EncoderSelfAttentionAddsTheSharedBiasOfEveryOffset) {
   mask.index_put_({1, torch::indexing::Slice(6)}, false);
   torch::Tensor offsets = torch::arange(T).unsqueeze(0) - torch::arange(T).unsqueeze(1);  // j - i
   torch::Tensor table = model->encoder_position_bias->table;
-  torch::Tensor bias = table.index_select(1, t5_relative_buckets(offsets, true, 32, 128).flatten()).view({1, heads, T, T});
+  torch::Tensor bias =
+      table.index_select(1, t5_relative_buckets(offsets, true, 32, 128).flatten()).view({1, heads, T, T});
   bias = bias + torch::zeros({N, 1, 1, T}, torch::kDouble)
                     .masked_fill(mask.logical_not().view({N, 1, 1, T}), -std::numeric_limits<double>::infinity());
   torch::Tensor expected = reference_attention(attention->query, attention->key, attention->value, x, bias, heads);
@@ -106,7 +108,8 @@ TEST(T5RelativeBias, DecoderSelfAttentionAddsTheCausalBuckets) {
   torch::Tensor x = torch::randn({2, T, attention->hidden}, torch::kDouble);
   torch::Tensor offsets = torch::arange(T).unsqueeze(0) - torch::arange(T).unsqueeze(1);
   torch::Tensor table = model->decoder_position_bias->table;
-  torch::Tensor bias = table.index_select(1, t5_relative_buckets(offsets, false, 32, 128).flatten()).view({1, heads, T, T});
+  torch::Tensor bias =
+      table.index_select(1, t5_relative_buckets(offsets, false, 32, 128).flatten()).view({1, heads, T, T});
   bias = bias.masked_fill(offsets.gt(0), -std::numeric_limits<double>::infinity());
   torch::Tensor expected = reference_attention(attention->query, attention->key, attention->value, x, bias, heads);
   EXPECT_TRUE(torch::allclose(attention->forward(x, {}), expected, 1e-10, 1e-12));
@@ -136,8 +139,8 @@ TEST(T5RelativeBias, OneTablePerStackWhateverTheDepth) {
 
 TEST(T5RelativeBias, RefusesStacksWithoutSelfAttention) {
   try {
-    Seq2SeqModel model(config::load_model_config("t5-tiny", {"vocab_size=40", "seq2seq.decoder_family=LIGHTCONV",
-                                                             "seq2seq.decoder_kernel_sizes=3"}));
+    Seq2SeqModel model(config::load_model_config(
+        "t5-tiny", {"vocab_size=40", "seq2seq.decoder_family=LIGHTCONV", "seq2seq.decoder_kernel_sizes=3"}));
     FAIL() << "expected a refusal";
   } catch (const UsageError& e) {
     EXPECT_NE(std::string(e.what()).find("seq2seq.relative_buckets"), std::string::npos) << e.what();
