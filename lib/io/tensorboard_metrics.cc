@@ -156,8 +156,9 @@ TensorboardWriter& TensorboardLog::writer(uint32_t run) {
   return *writer;
 }
 
-void TensorboardLog::image(const std::string& tag, int64_t step, const std::string& png, int width, int height) {
-  writer(0).image(tag, step, png, width, height, 3);
+void TensorboardLog::image(const std::string& tag, int64_t step, const std::string& png, int width, int height,
+                           uint32_t run) {
+  writer(run).image(tag, step, png, width, height, 3);
 }
 
 void TensorboardLog::add(const pb::MetricsRecord& record) { write_summary(writer(0), record, unix_seconds()); }

@@ -50,8 +50,9 @@ class TensorboardLog {
                  uint32_t resume_run = 0, uint32_t runs = 1);
   void add(const pb::MetricsRecord& record);
   void add(const pb::TaskMetrics& record);
-  // A PNG (RGB) of the run, e.g. the learned kernels `export --pictures` draws, at `step`.
-  void image(const std::string& tag, int64_t step, const std::string& png, int width, int height);
+  // A PNG (RGB) of run `run` (finetune --runs N; else 0), e.g. the learned kernels `export --pictures` draws, at
+  // `step`.
+  void image(const std::string& tag, int64_t step, const std::string& png, int width, int height, uint32_t run = 0);
   const std::string& dir() const { return dir_; }
 
  private:

@@ -29,6 +29,7 @@
 #include "lib/train/optimizer.h"
 #include "lib/train/resume_options.h"
 #include "lib/train/schedule.h"
+#include "lib/train/tensorboard_pictures.h"
 #include "lib/train/text_to_text_learner.h"
 #include "lib/train/training_loop.h"
 #include "lib/train/update_guard.h"
@@ -446,6 +447,7 @@ struct RunContext {
   std::string last_path;
   std::function<void(const pb::TaskMetrics&)> append_metrics;
   const RunClock& clock;
+  io::TensorboardLog* tensorboard = nullptr;  // rank 0's --tensorboard, for the pictures
 };
 
 RunOutcome train_run(RunContext& context, int run) {
@@ -501,7 +503,15 @@ RunOutcome train_run(RunContext& context, int run) {
       str("finetune ", setup.task.definition.name, options.runs > 1 ? str(" run ", run + 1, "/", options.runs) : "");
   epoch_settings.last_path = context.last_path;
   epoch_settings.after_step = options.after_step;
-  epoch_settings.append_metrics = context.append_metrics;
+  // With --tensorboard, the learned kernels after each epoch (once per step: MNLI's two dev sets share it).
+  int64_t pictured_step = -1;
+  epoch_settings.append_metrics = [&](const pb::TaskMetrics& record) {
+    context.append_metrics(record);
+    if (!context.tensorboard || record.kind() != pb::TaskMetrics::EPOCH) return;
+    if (static_cast<int64_t>(record.step()) == pictured_step) return;
+    pictured_step = static_cast<int64_t>(record.step());
+    log_kernel_pictures(*context.tensorboard, setup.config, model, pictured_step, static_cast<uint32_t>(run));
+  };
   epoch_settings.seconds = [&context] { return context.clock.seconds(); };
   EpochLoop loop(learner, step, model, optimizer, epoch_settings, communicator);
   if (continuing) loop.resume(position, context.resume.carried);
@@ -609,7 +619,8 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
                        metrics_writer->flush();
                        if (tensorboard) tensorboard->add(record);
                      },
-                     clock};
+                     clock,
+                     tensorboard.get()};
   std::vector<RunOutcome> runs;
   try {
     for (int run = 0; run < options.runs; ++run) {

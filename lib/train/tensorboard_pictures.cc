@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 
 // The PNG goes through a hidden file of the log's directory (the figure writer writes files), removed at once.
 void log_kernel_pictures(io::TensorboardLog& tensorboard, const pb::ModelConfig& config, torch::nn::Module& module,
-                         int64_t step) {
+                         int64_t step, uint32_t run) {
   std::map<std::string, torch::Tensor> tensors;
   for (const auto& [name, tensor] : io::module_tensors(module, "")) tensors.emplace(name, tensor.detach().cpu());
   for (const auto& figure : pictures::kernel_figures(config, tensors, str(config.name(), " (step ", step, ")"))) {
@@ -25,7 +25,8 @@ void log_kernel_pictures(io::TensorboardLog& tensorboard, const pb::ModelConfig&
     const std::string png = read_file(path);
     fs::remove(path);
     const plot::Size size = plot::figure_size(figure.figure);
-    tensorboard.image(str("pictures/", fs::path(figure.file).stem().string()), step, png, size.width, size.height);
+    tensorboard.image(str("pictures/", fs::path(figure.file).stem().string()), step, png, size.width, size.height,
+                      run);
   }
 }
 

@@ -13,7 +13,8 @@
 
 namespace cabert::train {
 
+// `run`: finetune --runs N's run (its own event file); 0 otherwise.
 void log_kernel_pictures(io::TensorboardLog& tensorboard, const pb::ModelConfig& config, torch::nn::Module& module,
-                         int64_t step);
+                         int64_t step, uint32_t run = 0);
 
 }  // namespace cabert::train

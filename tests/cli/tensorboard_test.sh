@@ -1,8 +1,8 @@
 # --tensorboard DIR (issue 61 item 1): the event files of pretrain, finetune (SST-2) and translation, read with the
 # `tensorboard` package's own EventAccumulator, hold every record of metrics.cabert under its tag and step with its
 # value (float32), the run's options and model config as text, and the learned kernels as PNG images at every
-# evaluation (pretrain) or epoch (translation); TensorBoard reads a running job, and after a kill -9 and --resume (pretrain and finetune) each
-# step once with the resumed run's values; `export --metrics --tensorboard` gives the same scalars. Skipped (77)
+# evaluation (pretrain) or epoch (finetune, translation); TensorBoard reads a running job, and after a kill -9 and
+# --resume (pretrain and finetune) each step once with the resumed run's values; `export --metrics --tensorboard` gives the same scalars. Skipped (77)
 # when $CABERT_PYTHON lacks the package (scripts/setup.sh installs it).
 source "$(dirname "$0")/lib.sh"
 python=${CABERT_PYTHON:-}
@@ -50,7 +50,7 @@ for tag, steps in expected.items():
     assert got == sorted(steps.items()), (tag, got, sorted(steps.items()))
 eval_steps = sorted({step for tag, steps in expected.items() if tag.startswith('eval/') for step in steps})
 if len(sys.argv) > 4 and sys.argv[4] == 'live-epochs':
-    eval_steps = sorted(epoch_steps)  # a translation: its learned kernels after every epoch
+    eval_steps = sorted(epoch_steps)  # a fine-tuning or translation: its learned kernels after every epoch
 images = acc.Tags()['images']
 if len(sys.argv) > 4 and eval_steps:  # a live run: its learned kernels at every evaluation
     assert len(sys.argv) < 6 or sys.argv[5] in images, images
@@ -103,7 +103,7 @@ head -n 31 "$sample/SST-2/dev.tsv" > "$work/dev.tsv"
 "$CABERT" -q finetune --init "$checkpoint" --task SST-2 --train "$work/train.tsv" --dev "$work/dev.tsv" --epochs 2 \
   --batch-size 10 --log-every 4 --model-dir "$work/ft" --tensorboard "$work/tb/ft" > /dev/null
 "$CABERT" inspect --json --limit -1 "$work/ft/metrics.cabert" | grep '"kind"' > "$work/ft.json"
-check_events "$work/tb/ft" "$work/ft.json" "" live > /dev/null
+check_events "$work/tb/ft" "$work/ft.json" "" live-epochs pictures/relative_kernels > /dev/null
 
 # A fine-tuning killed outright in an epoch (after its 14th step, so last.cabert is at an epoch's end) and resumed
 # for two more epochs: the curves hold each step once, with the resumed run's values.
@@ -126,7 +126,7 @@ epochs=$("$CABERT" inspect --json --limit -1 "$work/ft2/metrics.cabert" | grep -
   || fail "resume: $(cat "$work/ft_resume.err")"
 [ "$(ls "$work/tb/ft2" | grep -c tfevents)" = 2 ] || fail "expected two event files: $(ls "$work/tb/ft2")"
 "$CABERT" inspect --json --limit -1 "$work/ft2/metrics.cabert" | grep '"kind"' > "$work/ft2.json"
-check_events "$work/tb/ft2" "$work/ft2.json" "" live > /dev/null
+check_events "$work/tb/ft2" "$work/ft2.json" "" live-epochs pictures/relative_kernels > /dev/null
 best=$("$python" -c "
 import sys
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
