@@ -140,6 +140,9 @@ void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
   sub->add_option("--epochs", o.epochs, "Epochs (default by task: 3; RTE/STS-B 10; MNLI/QQP 4; SQuAD 2)");
   sub->add_option("--batch-size", o.batch_size, "Batch size (default 32; MNLI/QQP 128)");
   sub->add_option("--warmup-ratio", o.warmup_ratio, "Fraction of the steps for linear warm-up")->capture_default_str();
+  sub->add_option("--lr-schedule", o.lr_schedule,
+                  "After the warm-up: linear (decay to 0 at the last step, BERT's) or constant (T5's fine-tuning)")
+      ->capture_default_str();
   sub->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
       ->capture_default_str();
   sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0 = off)")->capture_default_str();

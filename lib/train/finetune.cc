@@ -126,6 +126,9 @@ void check_options(const FinetuneOptions& options) {
   }
   if (options.model_dir.empty()) throw UsageError("--model-dir is required");
   if (options.runs < 1) throw UsageError(str("--runs: expected at least 1, got ", options.runs));
+  if (options.lr_schedule != "linear" && options.lr_schedule != "constant") {
+    throw UsageError(str("--lr-schedule: expected linear or constant, got '", options.lr_schedule, "'"));
+  }
 }
 
 // The model config and the checkpoint whose encoder the runs start from, and the tokenizer.
@@ -242,7 +245,7 @@ void prepare_task(const FinetuneOptions& options, const tasks::TaskSource& sourc
            definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
            setup.task.dev.front().size(), "; lr ", setup.lr, ", batch ", setup.batch_size,
            world > 1 ? str(" x ", world, " processes") : "", ", epochs ", setup.epochs, ", warm-up ", setup.warmup,
-           " of ", setup.total_steps, " steps, max length ", setup.max_length, ", ", options.runs, " run(s)");
+           " of ", setup.total_steps, " steps then ", options.lr_schedule, ", max length ", setup.max_length, ", ", options.runs, " run(s)");
 }
 
 // One run of a fine-tuning in the EpochLoop: the family's learner (encoder head or text-to-text) computes the
@@ -483,8 +486,9 @@ RunOutcome train_run(RunContext& context, int run) {
   step_settings.job = "finetune";
   step_settings.clip_norm = options.clip_norm;
   step_settings.max_skipped_updates = options.max_skipped_updates;
-  step_settings.learning_rate = [&setup](int64_t update) {
-    return linear_warmup_decay(setup.lr, update, setup.warmup, setup.total_steps);
+  step_settings.learning_rate = [&setup, constant = options.lr_schedule == "constant"](int64_t update) {
+    return constant ? warmup_then_constant(setup.lr, update, setup.warmup)
+                    : linear_warmup_decay(setup.lr, update, setup.warmup, setup.total_steps);
   };
   step_settings.non_finite_loss = [](double loss, int64_t update, int) {
     return str("finetune: the loss became ", loss, " at step ", update, "; lower --lr");

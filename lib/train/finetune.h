@@ -53,6 +53,9 @@ struct FinetuneOptions {
   double lr = 0;            // 0 = task default
   int epochs = 0, batch_size = 0;
   double warmup_ratio = 0.1, weight_decay = 0, clip_norm = 1.0;
+  // The learning rate after the warm-up: "linear" decays to 0 at the last step (BERT's), "constant" stays at --lr
+  // (T5's fine-tuning).
+  std::string lr_schedule = "linear";
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int64_t log_every = 10;           // a TRAIN record (mean loss of the interval) every this many updates; 0 = none
   int patience = 0;                 // stop after this many epochs without a better dev score; 0 = every epoch

@@ -12,6 +12,10 @@ double linear_warmup_decay(double peak, int64_t update, int64_t warmup, int64_t 
   return peak * std::max(0.0, remaining);
 }
 
+double warmup_then_constant(double peak, int64_t update, int64_t warmup) {
+  return linear_warmup_decay(peak, update, warmup, warmup);
+}
+
 double inverse_sqrt(double peak, int64_t update, int64_t warmup) {
   if (warmup > 0 && update < warmup) return peak * static_cast<double>(update) / static_cast<double>(warmup);
   const double steady = static_cast<double>(std::max<int64_t>(warmup, 1));

@@ -13,6 +13,10 @@ namespace cabert::train {
 // peak * (total - update) / (total - warmup), never below 0.
 double linear_warmup_decay(double peak, int64_t update, int64_t warmup, int64_t total);
 
+// Linear warm-up to `peak` over `warmup` updates, then `peak` to the end (T5's fine-tuning rate; finetune
+// --lr-schedule constant).
+double warmup_then_constant(double peak, int64_t update, int64_t warmup);
+
 // Inverse square-root schedule (Vaswani et al.; fairseq's inverse_sqrt with warmup_init_lr 0): linear warm-up
 // to `peak` over `warmup` updates, then peak * sqrt(warmup / update).
 double inverse_sqrt(double peak, int64_t update, int64_t warmup);

@@ -241,6 +241,20 @@ size_t epochs_patience_allows(const std::vector<double>& scores, int patience, s
   return epochs;
 }
 
+// --lr-schedule constant (T5's fine-tuning) trains to the end at --lr; a schedule it does not know is refused
+// before anything is written.
+TEST_F(FinetuneResumeTest, AConstantScheduleTrainsAndAnUnknownOneIsRefused) {
+  FinetuneOptions o = options("constant", "bert-tiny-absolute");
+  o.epochs = 1;
+  o.lr_schedule = "constant";
+  const FinetuneSummary summary = run_finetune(o, source());
+  EXPECT_TRUE(fs::exists(summary.checkpoint));
+  FinetuneOptions bad = options("unknown-schedule", "bert-tiny-absolute");
+  bad.lr_schedule = "cosine";
+  EXPECT_THROW(run_finetune(bad, source()), UsageError);
+  EXPECT_FALSE(fs::exists(bad.model_dir));
+}
+
 TEST_F(FinetuneResumeTest, PatienceStopsWhenTheDevScoreHasNotImprovedAndResumesToTheSameStop) {
   // A learning rate too small to change a prediction: every epoch scores as the first, so patience 2 stops
   // the 6-epoch run after epoch 3, and a run stopped inside epoch 3 resumes to the same end.

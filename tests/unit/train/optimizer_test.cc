@@ -102,6 +102,14 @@ TEST(Schedule, LinearWarmupThenDecay) {
   EXPECT_DOUBLE_EQ(linear_warmup_decay(2.0, 5, 0, 10), 1.0);
 }
 
+TEST(Schedule, WarmupThenConstant) {
+  EXPECT_DOUBLE_EQ(warmup_then_constant(1e-3, 5, 10), 5e-4);
+  EXPECT_DOUBLE_EQ(warmup_then_constant(1e-3, 10, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(warmup_then_constant(1e-3, 11, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(warmup_then_constant(1e-3, 1000000, 10), 1e-3);
+  EXPECT_DOUBLE_EQ(warmup_then_constant(1e-3, 1, 0), 1e-3);
+}
+
 TEST(Schedule, CosineAsFairseqsWithOnePeriod) {
   EXPECT_DOUBLE_EQ(cosine(1e-3, 50, 100, 200, 1e-7), 5e-4);                  // warm-up
   EXPECT_DOUBLE_EQ(cosine(1e-3, 100, 100, 200, 1e-7), 1e-3);                 // peak at the end of warm-up
