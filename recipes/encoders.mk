@@ -15,7 +15,8 @@
 #   TASKS             GLUE tasks (directory names under $(GLUE))
 #   CORPUS, CORPUS_FORMAT, VOCAB, MAX_SENTENCES, MAX_LENGTH, STEPS, BATCH, PT_LR, WARMUP, EVAL_EVERY,
 #   SAVE_EVERY, PRETRAIN_SEEDS, SEEDS, FT_EPOCHS (empty: the task's default), FT_LR (empty: Chang et al. Table 5),
-#   FT_BATCH, FT_MAX_LENGTH, MAX_TRAIN (0: all), POOLING (cls or mean), DEVICE, THREADS, TITLE
+#   FT_BATCH, FT_MAX_LENGTH, FT_WEIGHT_DECAY (empty: finetune's 0), MAX_TRAIN (0: all), POOLING (cls or mean),
+#   DEVICE, THREADS, TITLE
 #
 # Every target is a file: re-running skips what is done; an interrupted pre-training resumes exactly from its
 # last checkpoint (`pretrain --resume`); an interrupted fine-tuning starts that model/task again. Targets never
@@ -94,6 +95,7 @@ $(call FT_DIR_$(2),$(1),,$(3),$(4))/metrics.cabert: $(call NEEDS_$(2),$(1),,,$(4
 	$$(TRAIN) -q finetune $(call START_$(2),$(1),,,$(4)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
+	  $(if $(FT_WEIGHT_DECAY),--weight-decay $(FT_WEIGHT_DECAY)) \
 	  --device $(DEVICE) \
 	  --model-dir $$(@D) > $$(@D)/finetune.out && \
 	echo "finetune_seconds $$$$((SECONDS - start))" > $$(@D)/time.txt
