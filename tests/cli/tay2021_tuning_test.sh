@@ -1,0 +1,62 @@
+# `make -C recipes/tay2021 smoke` with its per-cell tuning (issue 60) at a size that runs in about a minute: one
+# model (t5-tiny) pre-trained for a few steps, then for each initialisation and task a grid of 2 learning rates x
+# 2 schedules on a dev split carved from the training data, and 2 seeds at the chosen point scored on the reported
+# split. Checked against the recipe's files, read with Python's json (not the recipe's sed/awk): the carved splits
+# partition the training file, each cell's chosen point is its grid's best carved-dev score, every seed has one
+# evaluation record of the reported split, and the table has a row per cell; a second make has nothing to do.
+source "$(dirname "$0")/lib.sh"
+python=${CABERT_PYTHON:-python3}
+command -v make > /dev/null || { echo "make is absent: skipped"; exit 77; }
+settings=(CABERT="$CABERT" OUT="$work/out" MODELS=t5 STEPS=4 BATCH=4 SEEDS=2 EPOCHS=1 MAX_TRAIN=40
+          "TUNE_LRS=1e-3 3e-3" VOCAB=1000 MAX_SENTENCES=20000 CORPUS="$sample/gutenberg"
+          SST2="$sample/SST-2")
+make -s -C "$CABERT_SOURCE_DIR/recipes/tay2021" smoke "${settings[@]}" > "$work/make.out" 2> "$work/make.err" ||
+  fail "make smoke failed: $(tail -n 30 "$work/make.err")"
+for f in "$work"/out/tune/*/*/*/metrics.cabert "$work"/out/ft/*/*/report-*.metrics; do
+  "$CABERT" inspect --json --limit -1 "$f" > "${f%.*}.json"
+done
+"$python" - "$work/out" "$sample/SST-2/train.tsv" << 'PY' || fail "the recipe's files disagree with its table (above)"
+import glob, json, os, sys
+
+out, sst2_train = sys.argv[1], sys.argv[2]
+table = open(os.path.join(out, "smoke-table.md")).read()
+
+def records(path):
+    with open(path) as f:
+        return [json.loads(line) for line in f if line.startswith("{") and '"kind"' in line]
+
+def check(condition, message):
+    if not condition:
+        sys.exit(message + "\n" + table)
+
+train = open(sst2_train).read().splitlines()
+carved_train = open(os.path.join(out, "carved/sst2/train.tsv")).read().splitlines()
+carved_dev = open(os.path.join(out, "carved/sst2/dev.tsv")).read().splitlines()
+check(carved_train[0] == carved_dev[0] == train[0], "the carved splits lack the header")
+check(sorted(carved_train[1:] + carved_dev[1:]) == sorted(train[1:]), "the carved splits do not partition train.tsv")
+check(carved_dev[1:] == train[1:][9::10], "dev.tsv is not every 10th training example")
+for init in ("pretrained", "raw"):
+    for task in ("sst2", "trec"):
+        cell = os.path.join(out, "tune", f"t5-{init}", task)
+        points = sorted(os.path.basename(os.path.dirname(p)) for p in glob.glob(os.path.join(cell, "*/metrics.json")))
+        check(points == ["lr1e-3-constant", "lr1e-3-linear", "lr3e-3-constant", "lr3e-3-linear"], f"{cell}: {points}")
+        best = {p: [r.get("score", 0.0) for r in records(os.path.join(cell, p, "metrics.json"))
+                    if r["kind"] == "BEST_OF_RUN"][-1] for p in points}
+        chosen = open(os.path.join(cell, "chosen.flags")).read().split()
+        point = f"lr{chosen[1]}-{chosen[3]}"
+        # The best carved-dev score; on a tie the first point in the grid's order (TUNE_LRS, then TUNE_SCHEDULES).
+        order = [f"lr{lr}-{schedule}" for lr in ("1e-3", "3e-3") for schedule in ("linear", "constant")]
+        expected = next(p for p in order if best[p] == max(best.values()))
+        check(chosen[0] == "--lr" and chosen[2] == "--lr-schedule" and point == expected,
+              f"{cell}: chose {chosen} of {best}, expected {expected}")
+        reports = sorted(glob.glob(os.path.join(out, "ft", f"t5-{init}", task, "report-*.json")))
+        check(len(reports) == 2, f"{task} {init}: {reports}")
+        for report in reports:
+            evaluations = [r for r in records(report) if r["kind"] == "EVALUATION"]
+            check(len(evaluations) == 1, f"{report}: {evaluations}")
+        check(f"| t5-tiny {init} {task} | {' '.join(chosen)} |" in table, f"no table row for t5-tiny {init} {task}")
+    check(f"| t5-tiny {init} |" in table, f"no score row for t5-tiny {init}")
+PY
+make -q -C "$CABERT_SOURCE_DIR/recipes/tay2021" "$work/out/smoke-table.md" "${settings[@]}" ||
+  fail "a second make smoke would run again: $(make -n -C "$CABERT_SOURCE_DIR/recipes/tay2021" "$work/out/smoke-table.md" "${settings[@]}" | head)"
+echo "ok"
