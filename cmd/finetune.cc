@@ -194,6 +194,10 @@ void add_task_format_flags(CLI::App* sub, FinetuneCommand* command) {
   sub->add_option("--label-text", o.label_texts,
                   "Encoder-decoders (text-to-text): the target text of a label, LABEL=TEXT (repeatable; defaults: "
                   "T5's, e.g. SST-2 0=negative 1=positive; generic tasks: the label itself)");
+  sub->add_flag("--reinit-decoder", o.reinit_decoder,
+                "Text-to-text from --init: draw the decoder afresh, keep the pre-trained encoder (an ablation)");
+  sub->add_flag("--target-sentinel-prefix", o.target_sentinel_prefix,
+                "Text-to-text: start every target with <extra_id_0>, as span corruption's targets (an ablation)");
 }
 
 // --task translation, and --resume for every task.

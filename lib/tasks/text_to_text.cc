@@ -73,13 +73,17 @@ std::string text_to_text_input(const TaskDefinition& definition, const TaskExamp
 
 std::vector<data::Seq2SeqExample> text_to_text_examples(const TaskData& data, const TaskDefinition& definition,
                                                         const Verbalizer& verbalizer, const text::Tokenizer& tokenizer,
-                                                        int max_source_tokens, TextToTextStats* stats) {
+                                                        int max_source_tokens, TextToTextStats* stats,
+                                                        int target_prefix) {
   if (max_source_tokens < 2) {
     throw UsageError(str("text-to-text: expected a maximum input length >= 2 tokens, got ", max_source_tokens));
   }
   LabelMap labels(definition.labels);
   std::vector<std::vector<int>> targets(verbalizer.texts.size());
-  for (size_t i = 0; i < targets.size(); ++i) targets[i] = tokenizer.encode(verbalizer.texts[i]);
+  for (size_t i = 0; i < targets.size(); ++i) {
+    targets[i] = tokenizer.encode(verbalizer.texts[i]);
+    if (target_prefix >= 0) targets[i].insert(targets[i].begin(), target_prefix);
+  }
   std::vector<data::Seq2SeqExample> examples;
   examples.reserve(data.examples.size());
   for (const auto& example : data.examples) {

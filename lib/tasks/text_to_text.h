@@ -37,10 +37,14 @@ struct TextToTextStats {
 };
 
 // Encoder inputs (truncated to max_source_tokens, EOS last) and targets (the label's text; empty for an
-// unlabelled file). Labels outside the task's set are a DataError naming the file and line.
+// unlabelled file). Labels outside the task's set are a DataError naming the file and line. target_prefix >= 0:
+// that token id starts every target (finetune --target-sentinel-prefix puts <extra_id_0> there, the first target
+// token of every span-corruption example; generated text is matched without it, since a sentinel decodes to no
+// text).
 std::vector<data::Seq2SeqExample> text_to_text_examples(const TaskData& data, const TaskDefinition& definition,
                                                         const Verbalizer& verbalizer, const text::Tokenizer& tokenizer,
-                                                        int max_source_tokens, TextToTextStats* stats = nullptr);
+                                                        int max_source_tokens, TextToTextStats* stats = nullptr,
+                                                        int target_prefix = -1);
 
 // JSON array of the texts, stored in fine-tuned checkpoints, and back.
 std::string verbalizer_to_json(const Verbalizer& verbalizer);

@@ -198,7 +198,18 @@ std::unique_ptr<FinetuneLearner> make_learner(const FinetuneOptions& options, co
     text_to_text.predict = predict;
     text_to_text.label_smoothing = options.label_smoothing;
     text_to_text.max_train_examples = options.max_train_examples;
+    text_to_text.reinit_decoder = options.reinit_decoder;
+    text_to_text.target_sentinel_prefix = options.target_sentinel_prefix;
+    if (options.reinit_decoder && start == nullptr) {
+      throw UsageError("--reinit-decoder: expected --init CKPT (a pre-trained encoder-decoder); a --preset's decoder "
+                       "is drawn afresh already");
+    }
     return make_text_to_text_learner(text_to_text);
+  }
+  if (options.reinit_decoder || options.target_sentinel_prefix) {
+    throw UsageError(str(options.reinit_decoder ? "--reinit-decoder" : "--target-sentinel-prefix",
+                         ": for text-to-text fine-tuning of an encoder-decoder; '", setup.config.name(),
+                         "' is an encoder"));
   }
   if (definition.name == "text-to-text") {
     throw UsageError(str("--task text-to-text needs an encoder-decoder (a tay-*, wu-* or transformer-* preset, or a "

@@ -70,6 +70,8 @@ struct FinetuneOptions {
   // Encoder-decoders (text-to-text): LABEL=TEXT verbaliser overrides, label smoothing of the target loss.
   std::vector<std::string> label_texts;
   double label_smoothing = 0;
+  bool reinit_decoder = false;          // text-to-text from --init: the decoder drawn afresh (an ablation)
+  bool target_sentinel_prefix = false;  // text-to-text: <extra_id_0> starts every target (an ablation)
   bool resume = false;                 // continue from MODEL_DIR/last.cabert (from scratch when there is none)
   bool allow_changed_options = false;  // --resume with options that differ from the checkpoint's
   std::function<void(int64_t update)> after_step;  // tests: called after every optimizer update of a run

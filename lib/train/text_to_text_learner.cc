@@ -22,8 +22,13 @@ class TextToTextLearner : public FinetuneLearner {
           str("text-to-text fine-tuning needs an encoder-decoder; '", setup.config.name(), "' is an encoder"));
     }
     tasks::TextToTextStats stats;
+    if (setup.target_sentinel_prefix && setup.tokenizer->num_sentinels() == 0) {
+      throw UsageError(str("--target-sentinel-prefix: the tokenizer ", setup.tokenizer->path(),
+                           " has no sentinels (train it with `tokenize train --sentinels N`)"));
+    }
     examples_ = tasks::text_to_text_examples(*setup.train, setup.definition, setup.verbalizer, *setup.tokenizer,
-                                             setup.predict.max_length, &stats);
+                                             setup.predict.max_length, &stats,
+                                             setup.target_sentinel_prefix ? setup.tokenizer->sentinel_id(0) : -1);
     if (setup.max_train_examples > 0 && examples_.size() > setup.max_train_examples) {
       examples_.resize(setup.max_train_examples);
     }
@@ -45,6 +50,7 @@ class TextToTextLearner : public FinetuneLearner {
     if (setup_.init != nullptr) {
       size_t copied = io::restore_module(*model_, *setup_.init, "model/", "");
       log_debug("finetune: ", copied, " encoder-decoder tensors from ", setup_.init->path);
+      if (setup_.reinit_decoder) reinit_decoder();
     }
     model_->to(setup_.predict.device);
     model_->train();
@@ -60,6 +66,26 @@ class TextToTextLearner : public FinetuneLearner {
                                            batch.target_in.to(device), batch.target_mask.to(device));
     SmoothedLoss loss = label_smoothed_cross_entropy(logits, batch.target_out.to(device), setup_.label_smoothing);
     return loss.loss / static_cast<double>(batch.target_tokens);
+  }
+
+  // The decoder's parameters (its layers, decoder_norm, decoder_position_bias, and a target table or output
+  // projection of its own where the model has them) from a freshly initialised model, the rest kept as loaded.
+  void reinit_decoder() {
+    models::Seq2SeqModel fresh(setup_.config);
+    torch::NoGradGuard no_grad;
+    auto drawn = fresh->named_parameters();
+    size_t redrawn = 0;
+    for (auto& item : model_->named_parameters()) {
+      const std::string& name = item.key();
+      if (name.rfind("decoder", 0) != 0 && name.rfind("target_table.", 0) != 0 &&
+          name.rfind("output_projection.", 0) != 0) {
+        continue;
+      }
+      item.value().copy_(drawn[item.key()]);
+      ++redrawn;
+    }
+    log_info("finetune: --reinit-decoder: ", redrawn, " decoder tensors drawn afresh, the encoder and the token table ",
+             "kept from ", setup_.init->path);
   }
 
   eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
@@ -114,6 +140,8 @@ class TextToTextLearner : public FinetuneLearner {
   void describe(pb::CheckpointInfo* info) const override {
     (*info->mutable_metadata())["text_to_text"] = "true";
     (*info->mutable_metadata())["label_texts"] = tasks::verbalizer_to_json(setup_.verbalizer);
+    if (setup_.target_sentinel_prefix) (*info->mutable_metadata())["target_prefix"] = "<extra_id_0>";
+    if (setup_.reinit_decoder) (*info->mutable_metadata())["reinit_decoder"] = "true";
   }
 
  private:

@@ -29,6 +29,11 @@ struct TextToTextSetup {
   eval::PredictOptions predict;  // max_length bounds the inputs
   double label_smoothing = 0;
   uint64_t max_train_examples = 0;  // 0 = all
+  // Ablations of Tay et al.'s setup (issue 60): every run re-draws the decoder (its layers, final norm and
+  // position bias; a shared token table stays the pre-trained one) after loading `init`; every target starts with
+  // the first sentinel, as span corruption's targets do.
+  bool reinit_decoder = false;
+  bool target_sentinel_prefix = false;
 };
 
 std::unique_ptr<FinetuneLearner> make_text_to_text_learner(const TextToTextSetup& setup);

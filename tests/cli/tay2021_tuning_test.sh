@@ -59,4 +59,12 @@ for init in ("pretrained", "raw"):
 PY
 make -q -C "$CABERT_SOURCE_DIR/recipes/tay2021" "$work/out/smoke-table.md" "${settings[@]}" ||
   fail "a second make smoke would run again: $(make -n -C "$CABERT_SOURCE_DIR/recipes/tay2021" "$work/out/smoke-table.md" "${settings[@]}" | head)"
+# The ablation rows fine-tune from the same pre-trained checkpoint with the decoder redrawn or the sentinel prefix,
+# each through its own grid.
+make -n -C "$CABERT_SOURCE_DIR/recipes/tay2021" smoke "${settings[@]}" OUT="$work/dry" \
+  "ABLATIONS=reinit-decoder sentinel-prefix" > "$work/dry.txt" 2>&1 || fail "make -n with ABLATIONS failed"
+for flag in --reinit-decoder --target-sentinel-prefix; do
+  n=$(grep -c -- "finetune --init $work/dry/pt/t5/final.cabert $flag" "$work/dry.txt" || true)
+  [ "$n" = 10 ] || fail "expected 10 fine-tunings with $flag (2 tasks x 4 grid points + 2 final), got $n"
+done
 echo "ok"

@@ -96,6 +96,25 @@ TEST(TextToTextExamples, SourcesEndWithEosTargetsAreTheLabelTexts) {
   EXPECT_EQ(message, "train.tsv:3: expected a label in {0, 1}, got '5'");
 }
 
+// --target-sentinel-prefix: the first sentinel starts every target, and decodes to no text, so the generated
+// "<extra_id_0> positive" still reads as the label text.
+TEST(TextToTextExamples, ASentinelPrefixStartsEveryTargetAndDecodesToNothing) {
+  text::Tokenizer tok = tokenizer();
+  ASSERT_GT(tok.num_sentinels(), 0);
+  TaskData data;
+  data.path = "train.tsv";
+  data.examples = {{"1", "the cat sat on the mat", "", "0", 2}, {"2", "alice was tired", "", "1", 3}};
+  Verbalizer verbalizer = make_verbalizer(glue("SST-2"), {});
+  const int sentinel = tok.sentinel_id(0);
+  auto examples = text_to_text_examples(data, glue("SST-2"), verbalizer, tok, 64, nullptr, sentinel);
+  std::vector<int> positive = tok.encode("positive");
+  positive.insert(positive.begin(), sentinel);
+  EXPECT_EQ(std::vector<int>(examples[1].target.begin(), examples[1].target.end()), positive);
+  EXPECT_EQ(examples[0].target.front(), sentinel);
+  eval::LabelMatcher matcher(verbalizer, tok);
+  EXPECT_EQ(matcher.match(tok.decode(positive)), 1);
+}
+
 TEST(LabelMatcher, MatchesThroughTheTokenizersNormalisation) {
   text::Tokenizer tok = tokenizer();
   eval::LabelMatcher matcher(make_verbalizer(generic({"DESC", "HUM"}), {}), tok);

@@ -241,6 +241,46 @@ size_t epochs_patience_allows(const std::vector<double>& scores, int patience, s
   return epochs;
 }
 
+// --reinit-decoder (an ablation of Tay et al.'s setup): from a text-to-text checkpoint, the encoder and the token
+// table start as loaded and the decoder afresh (at an lr too small to move anything, the fine-tuned weights show
+// where each part started); a --preset start is refused, and so is an encoder.
+TEST_F(FinetuneResumeTest, ReinitDecoderKeepsTheEncoderAndRedrawsTheDecoder) {
+  FinetuneOptions first = options("reinit-source", "tay-lightconv-tiny");
+  first.epochs = 1;
+  run_finetune(first, source());
+  FinetuneOptions o = options("reinit", "");
+  o.preset.clear();
+  o.init = first.model_dir + "/best.cabert";
+  o.tokenizer.clear();
+  o.epochs = 1;
+  o.lr = 1e-12;
+  o.reinit_decoder = true;
+  run_finetune(o, source());
+  io::Checkpoint before = io::load_checkpoint(o.init), after = io::load_checkpoint(o.model_dir + "/best.cabert");
+  size_t kept = 0, redrawn = 0;
+  for (const auto& [name, tensor] : before.tensors) {
+    if (name.rfind("model/", 0) != 0 || !tensor.is_floating_point()) continue;
+    const double change = (after.tensors.at(name) - tensor).abs().max().item<double>();
+    if (name.rfind("model/decoder", 0) == 0) {
+      redrawn += change > 1e-4;
+      EXPECT_GT(change, 0.0) << name;
+    } else {
+      ++kept;
+      EXPECT_LT(change, 1e-8) << name;
+    }
+  }
+  EXPECT_GT(kept, 10u);
+  EXPECT_GT(redrawn, 10u);
+  EXPECT_EQ(after.info.metadata().at("reinit_decoder"), "true");
+
+  FinetuneOptions preset = options("reinit-preset", "tay-lightconv-tiny");
+  preset.reinit_decoder = true;
+  EXPECT_THROW(run_finetune(preset, source()), UsageError);
+  FinetuneOptions encoder = options("reinit-encoder", "bert-tiny-absolute");
+  encoder.target_sentinel_prefix = true;
+  EXPECT_THROW(run_finetune(encoder, source()), UsageError);
+}
+
 // --lr-schedule constant (T5's fine-tuning) trains to the end at --lr; a schedule it does not know is refused
 // before anything is written.
 TEST_F(FinetuneResumeTest, AConstantScheduleTrainsAndAnUnknownOneIsRefused) {
