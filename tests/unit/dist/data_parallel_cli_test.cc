@@ -331,7 +331,7 @@ TEST_F(DataParallelCli, TranslationTwoRanksOfHalfBudgetsGiveTheWeightsOfOneRank)
   ASSERT_EQ(alone.exit_code, 0) << alone.err;
   auto spawned = run_command(translation(" --epochs 2 --max-tokens 300 --nproc 2") + two);
   ASSERT_EQ(spawned.exit_code, 0) << spawned.err;
-  EXPECT_NE(spawned.err.find("tokens x 2 processes"), std::string::npos) << spawned.err;
+  EXPECT_NE(spawned.err.find("tokens (padded-sum) x 2 processes"), std::string::npos) << spawned.err;
   const pb::CheckpointInfo last_one = io::read_checkpoint_info(one + "/last.cabert");
   const pb::CheckpointInfo last_two = io::read_checkpoint_info(two + "/last.cabert");
   EXPECT_GT(last_one.position().update(), 4u);
