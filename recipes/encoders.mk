@@ -140,3 +140,39 @@ $(D)/table.md: $(FINETUNED)
 	    echo "| $$r | $$pt | $${acc:--} | $$ft |"; \
 	  done; } > $@.tmp
 	mv $@.tmp $@
+
+# ---- Positive control of the fine-tuning (issue 59): `make hf-control` fine-tunes row HF_ROW's pre-trained weights
+# (an absolute-position BERT or ELECTRA row, which transformers' classes compute exactly) with transformers' own
+# Trainer (recipes/hf_control/finetune_hf.py: the same data, lr, epochs, batch, length, weight decay, fine-tuning
+# seeds and [CLS] head), and writes hf-control.md: cabert's row beside transformers'. Needs the venv's
+# transformers, accelerate and sentencepiece (`pip install accelerate sentencepiece` beside scripts/setup.sh's).
+PYTHON ?= $(abspath $(HERE)../../.venv/bin/python)
+HF_TASKS ?= $(TASKS)
+hf_lr = $(or $(FT_LR),$(if $(filter QNLI,$(1)),1e-4,3e-4))
+hf_epochs = $(or $(FT_EPOCHS),$(if $(filter RTE STS-B,$(1)),10,$(if $(filter MNLI QQP,$(1)),4,3)))
+ft_seeds := $(shell seq 42 $$((41 + $(SEEDS))))
+$(D)/hf/seed-%/export/config.json: $(D)/pt/$(HF_ROW)/seed-%/final.cabert
+	$(CABERT) -q export --model $< -o $(@D)
+# $(1) task, $(2) pre-training seed
+define HF_RULE
+$(D)/hf/seed-$(2)/$(1).jsonl: $(D)/hf/seed-$(2)/export/config.json
+	$(PYTHON) $(HERE)../hf_control/finetune_hf.py --model $$(<D) --task $(1) --data $(GLUE)/$(1) \
+	  --seeds $(ft_seeds) --lr $(call hf_lr,$(1)) --epochs $(call hf_epochs,$(1)) --batch-size $(FT_BATCH) \
+	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --weight-decay $(or $(FT_WEIGHT_DECAY),0) \
+	  --output-dir $$(@D)/trainer-$(1) 2> $$(@D)/$(1).log > $$@.tmp
+	mv $$@.tmp $$@
+endef
+$(foreach t,$(HF_TASKS),$(foreach s,$(pretrain_seeds),$(eval $(call HF_RULE,$(t),$(s)))))
+HF_RESULTS := $(foreach t,$(HF_TASKS),$(foreach s,$(pretrain_seeds),$(D)/hf/seed-$(s)/$(t).jsonl))
+HF_CABERT := $(foreach t,$(HF_TASKS),$(foreach s,$(pretrain_seeds),$(D)/ft/$(HF_ROW)/seed-$(s)/$(t)/metrics.cabert))
+.PHONY: hf-control
+hf-control: $(D)/hf-control.md
+	@cat $<
+$(D)/hf-control.md: $(HF_RESULTS) $(HF_CABERT)
+	{ echo "Positive control: row $(HF_ROW)'s pre-trained weights fine-tuned by cabert and by transformers' Trainer" \
+	    "with the same data and settings (scale $(SCALE); recipes/hf_control/finetune_hf.py says what differs)."; \
+	  echo; $(CABERT) evaluate --summarize $(HF_CABERT) --format markdown --aggregate mean-best | \
+	    sed -n '/^| model/,/^$$/p' | sed '/^$$/d' | sed -n '1,2p;/^| $(HF_ROW) /p'; \
+	  $(PYTHON) $(HERE)../hf_control/table.py "transformers ($(HF_ROW))" $(HF_TASKS) -- $(HF_RESULTS); \
+	} > $@.tmp
+	mv $@.tmp $@
