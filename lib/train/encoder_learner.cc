@@ -121,6 +121,11 @@ class EncoderLearner : public FinetuneLearner {
     torch::Tensor output = model_->forward(batch.ids.to(device), batch.segments.to(device), batch.mask.to(device));
     return task_loss(definition_.kind, output, batch.targets.to(device));
   }
+  int64_t tokens(const std::vector<size_t>& order, size_t begin, size_t end) const override {
+    int64_t count = 0;
+    for (size_t i = begin; i < end; ++i) count += static_cast<int64_t>(train_.sequences[order[i]].ids.size());
+    return count;
+  }
   eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
     return eval::predict_split(model_, definition_, split, tokenizer_, predict_);
   }

@@ -295,6 +295,7 @@ class FinetuneEpochs : public EpochLearner {
       // averages over the ranks).
       out.loss = setup_.learner->loss(*order_, begin, end) *
                  (static_cast<double>((end - begin) * world) / static_cast<double>(joint_end - joint_begin));
+      out.tokens = setup_.learner->tokens(*order_, begin, end);
     } else {
       out.loss = setup_.learner->loss(*order_, joint_begin, joint_begin + 1) * 0.0;  // the last joint batch ran short
     }

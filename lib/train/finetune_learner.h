@@ -28,6 +28,9 @@ class FinetuneLearner {
   virtual torch::nn::Module& start_run() = 0;
   // The mean loss of the training examples order[begin, end) under the current model.
   virtual torch::Tensor loss(const std::vector<size_t>& order, size_t begin, size_t end) = 0;
+  // The real (unpadded) tokens those examples feed the model, for the tokens/s of the log and the EPOCH records
+  // (text-to-text: source and target).
+  virtual int64_t tokens(const std::vector<size_t>& order, size_t begin, size_t end) const = 0;
   // Predictions and metrics on a dev split (the model is left in training mode).
   virtual eval::SplitPredictions evaluate(const tasks::TaskSplit& split) = 0;
   // Checkpoint metadata beyond the task's (how to read the model back).

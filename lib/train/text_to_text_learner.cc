@@ -88,6 +88,15 @@ class TextToTextLearner : public FinetuneLearner {
              "kept from ", setup_.init->path);
   }
 
+  int64_t tokens(const std::vector<size_t>& order, size_t begin, size_t end) const override {
+    int64_t count = 0;
+    for (size_t i = begin; i < end; ++i) {
+      const data::Seq2SeqExample& example = examples_[order[i]];
+      count += static_cast<int64_t>(example.source.size() + example.target.size() + 1);  // the target's EOS
+    }
+    return count;
+  }
+
   eval::SplitPredictions evaluate(const tasks::TaskSplit& split) override {
     // Generation runs without gradients; predict_text_to_text restores training mode.
     return eval::predict_text_to_text(model_, setup_.definition, setup_.verbalizer, split, *setup_.tokenizer,
