@@ -59,6 +59,9 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
         allowed = next((e for e in range(2, len(scores) + 1) if scores[e - 1] <= max(scores[:e - 1])), 3)
         check(len(scores) == allowed, f"{model} seed {seed}: {len(scores)} epochs for val BLEU {scores}")
         check(os.path.exists(os.path.join(run, "averaged.cabert")) == (len(scores) >= 2), f"{model}: averaged.cabert")
+        times = dict(line.split() for line in open(os.path.join(run, "time.txt")))
+        check(float(times.get("cpu_seconds", 0)) > 0 and float(times["train_seconds"]) >= 0,
+              f"{model} seed {seed}: time.txt {times}")  # the run's CPU seconds, from bash's times
         test = [r for r in records(os.path.join(run, "test.json")) if r["kind"] == "EVALUATION"]
         check(len(test) == 1 and test[0]["metrics"]["decode_tokens_per_second"] > 0, f"{model}: test record {test}")
         bleu.append(test[0].get("score", 0.0))
