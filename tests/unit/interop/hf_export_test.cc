@@ -18,77 +18,14 @@
 #include "lib/tasks/task_inputs.h"
 #include "lib/text/tokenizer.h"
 #include "tests/test_paths.h"
+#include "tests/unit/interop/hf_test_support.h"
 
 namespace cabert::interop {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::alice_tokenizer;
-
-#define CABERT_REQUIRE_TRANSFORMERS(python)                                                \
-  std::string python = ::cabert::testing::python_with("transformers, safetensors, torch"); \
-  if (python.empty()) GTEST_SKIP() << "the project's Python lacks transformers (run scripts/setup.sh): skipped"
-
-std::string reference_script() { return testing::source_dir() + "/tests/python/hf_reference.py"; }
-
-pb::ModelConfig tiny(const std::string& preset, int embedding = 0) {
-  pb::ModelConfig config = config::preset_config(preset);
-  config.set_vocab_size(text::Tokenizer(alice_tokenizer()).vocab_size());
-  if (embedding) config.set_embedding_size(embedding);
-  return config;
-}
-
-// Default initialisation plus noise, so that LayerNorms and biases are not 1 and 0.
-void perturb(torch::nn::Module& module, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(seed);
-  for (auto& parameter : module.parameters()) parameter.add_(torch::randn_like(parameter) * 0.05);
-  module.eval();
-}
-
-void save(const std::string& path, const pb::ModelConfig& config, const std::string& kind,
-          const torch::nn::Module& module, std::map<std::string, std::string> metadata = {}) {
-  pb::CheckpointInfo info;
-  info.set_kind(kind);
-  *info.mutable_model() = config;
-  text::Tokenizer tokenizer(alice_tokenizer());
-  info.set_tokenizer(tokenizer.path());
-  info.set_tokenizer_checksum(tokenizer.checksum());
-  for (auto& [key, value] : metadata) {
-    if (!value.empty()) (*info.mutable_metadata())[key] = value;
-  }
-  io::save_checkpoint(path, info, io::module_tensors(module));
-}
-
-struct Inputs {
-  torch::Tensor ids, segments, mask;
-};
-
-// [CLS] ... [SEP] rows of 12 tokens, the second half segment 1; `padded`: the last 4 of row 2 are [PAD].
-Inputs fixed_inputs(int64_t vocab, bool padded) {
-  torch::manual_seed(11);
-  Inputs in;
-  in.ids = torch::randint(5, vocab, {2, 12}, torch::kLong);
-  in.ids.select(1, 0).fill_(2);
-  in.ids.select(1, 11).fill_(3);
-  in.segments = torch::zeros_like(in.ids);
-  in.segments.narrow(1, 6, 6).fill_(1);
-  in.mask = torch::ones_like(in.ids);
-  if (padded) {
-    in.ids[1].narrow(0, 8, 4).fill_(0);
-    in.ids[1][7] = 3;
-    in.mask[1].narrow(0, 8, 4).fill_(0);
-    in.segments[1].narrow(0, 8, 4).fill_(0);
-  }
-  return in;
-}
-
-void write_outputs(const std::string& path, const Inputs& in,
-                   std::vector<std::pair<std::string, torch::Tensor>> outputs) {
-  outputs.insert(outputs.begin(),
-                 {{"input_ids", in.ids}, {"token_type_ids", in.segments}, {"attention_mask", in.mask}});
-  io::write_tensors_safetensors(path, outputs);
-}
+using namespace hf_test;  // NOLINT: the shared helpers read as this file's own
 
 class HfExport : public ::testing::Test {
  protected:
@@ -108,16 +45,7 @@ class HfExport : public ::testing::Test {
                       {"outputs", path(name + ".outputs")},
                       {"tanh_pooler", tanh_pooler}});
   }
-  void compare_in_python(const std::string& python) {
-    testing::write_text(path("cases.json"), cases_.dump());
-    std::string output = testing::run_python(python, reference_script(), "compare '" + path("cases.json") + "'");
-    for (const auto& c : cases_) {
-      EXPECT_NE(output.find(c["name"].get<std::string>() + ": " + c["class"].get<std::string>()), std::string::npos)
-          << output;
-    }
-    EXPECT_EQ(output.find("FAIL"), std::string::npos) << output;
-    std::cerr << output;
-  }
+  void compare_in_python(const std::string& python) { hf_test::compare_in_python(python, cases_, path("cases.json")); }
 
   std::string dir_;
   nlohmann::json cases_ = nlohmann::json::array();

@@ -24,63 +24,17 @@
 #include "lib/tasks/task_inputs.h"
 #include "lib/text/tokenizer.h"
 #include "tests/test_paths.h"
+#include "tests/unit/interop/hf_test_support.h"
 
 namespace cabert::interop {
-// A namespace of its own: the unity build can put this file beside hf_export_test.cc, whose helpers share names.
+// A namespace of its own: the unity build can put this file beside hf_export_test.cc, whose test-local helpers
+// could share names.
 namespace remote_code_test {
 namespace {
 
 namespace fs = std::filesystem;
 using testing::alice_tokenizer;
-
-pb::ModelConfig tiny(const std::string& preset) {
-  pb::ModelConfig config = config::preset_config(preset);
-  config.set_vocab_size(text::Tokenizer(alice_tokenizer()).vocab_size());
-  return config;
-}
-
-// Default initialisation plus noise, so that LayerNorms, biases, beta and the depthwise scales are not 1 and 0.
-void perturb(torch::nn::Module& module, uint64_t seed) {
-  torch::NoGradGuard no_grad;
-  torch::manual_seed(seed);
-  for (auto& parameter : module.parameters()) parameter.add_(torch::randn_like(parameter) * 0.05);
-  module.eval();
-}
-
-void save(const std::string& path, const pb::ModelConfig& config, const std::string& kind,
-          const torch::nn::Module& module, std::map<std::string, std::string> metadata) {
-  pb::CheckpointInfo info;
-  info.set_kind(kind);
-  *info.mutable_model() = config;
-  text::Tokenizer tokenizer(alice_tokenizer());
-  info.set_tokenizer(tokenizer.path());
-  info.set_tokenizer_checksum(tokenizer.checksum());
-  for (auto& [key, value] : metadata) {
-    if (!value.empty()) (*info.mutable_metadata())[key] = value;
-  }
-  io::save_checkpoint(path, info, io::module_tensors(module));
-}
-
-struct Inputs {
-  torch::Tensor ids, segments, mask;
-};
-
-// Two rows of 12 tokens, [CLS] ... [SEP], the second half segment 1; the last 4 of row 2 are [PAD].
-Inputs padded_inputs(int64_t vocab) {
-  torch::manual_seed(11);
-  Inputs in;
-  in.ids = torch::randint(5, vocab, {2, 12}, torch::kLong);
-  in.ids.select(1, 0).fill_(2);
-  in.ids.select(1, 11).fill_(3);
-  in.segments = torch::zeros_like(in.ids);
-  in.segments.narrow(1, 6, 6).fill_(1);
-  in.mask = torch::ones_like(in.ids);
-  in.ids[1].narrow(0, 8, 4).fill_(0);
-  in.ids[1][7] = 3;
-  in.mask[1].narrow(0, 8, 4).fill_(0);
-  in.segments[1].narrow(0, 8, 4).fill_(0);
-  return in;
-}
+using namespace hf_test;  // NOLINT: the shared helpers read as this file's own
 
 class HfRemoteCode : public ::testing::Test {
  protected:
@@ -107,9 +61,7 @@ class HfRemoteCode : public ::testing::Test {
     }
   }
   void write_outputs(const std::string& name, const Inputs& in, io::NamedTensors outputs) {
-    outputs.insert(outputs.begin(),
-                   {{"input_ids", in.ids}, {"token_type_ids", in.segments}, {"attention_mask", in.mask}});
-    io::write_tensors_safetensors(path(name + ".outputs"), outputs);
+    hf_test::write_outputs(path(name + ".outputs"), in, std::move(outputs));
   }
   // `unused_prefixes`: the head tensors a base class (AutoModel) leaves unread in a directory with a head.
   void add_case(const std::string& name, const std::string& dir, const std::string& auto_class,
@@ -136,25 +88,11 @@ class HfRemoteCode : public ::testing::Test {
     }
     EXPECT_EQ(compared, tensors.size()) << name;
   }
-  void compare_in_python(const std::string& python) {
-    testing::write_text(path("cases.json"), cases_.dump());
-    std::string output = testing::run_python(python, testing::source_dir() + "/tests/python/hf_reference.py",
-                                             "compare '" + path("cases.json") + "'");
-    for (const auto& c : cases_) {
-      EXPECT_NE(output.find(c["name"].get<std::string>() + ": " + c["class"].get<std::string>()), std::string::npos)
-          << output;
-    }
-    EXPECT_EQ(output.find("FAIL"), std::string::npos) << output;
-    std::cerr << output;
-  }
+  void compare_in_python(const std::string& python) { hf_test::compare_in_python(python, cases_, path("cases.json")); }
 
   std::string dir_;
   nlohmann::json cases_ = nlohmann::json::array();
 };
-
-#define CABERT_REQUIRE_TRANSFORMERS(python)                                                \
-  std::string python = ::cabert::testing::python_with("transformers, safetensors, torch"); \
-  if (python.empty()) GTEST_SKIP() << "the project's Python lacks transformers (run scripts/setup.sh): skipped"
 
 // Every encoder preset no transformers class computes, at its tiny size.
 std::vector<std::string> remote_code_presets() {
@@ -203,7 +141,7 @@ TEST_F(HfRemoteCode, EveryEncoderPresetGivesCabertsMaskedLmOutputsInTransformers
     perturb(*model, 300 + i);
     save(path(name + ".cabert"), config, "pretrain", *model, {{"objective", "mlm"}});
     export_and_check(name, "CabertForMaskedLM", "AutoModelForMaskedLM");
-    Inputs in = padded_inputs(config.vocab_size());
+    Inputs in = fixed_inputs(config.vocab_size(), /*padded=*/true);
     torch::NoGradGuard no_grad;
     torch::Tensor mask = in.mask.to(torch::kBool);
     torch::Tensor hidden = model->encoder->forward(in.ids, in.segments, mask);
@@ -249,7 +187,7 @@ TEST_F(HfRemoteCode, FineTunedHeadsPoolAsCabertDoes) {
     const std::string architecture = span ? "CabertForQuestionAnswering" : "CabertForSequenceClassification";
     const std::string auto_class = span ? "AutoModelForQuestionAnswering" : "AutoModelForSequenceClassification";
     export_and_check(c.name, architecture, auto_class);
-    Inputs in = padded_inputs(config.vocab_size());
+    Inputs in = fixed_inputs(config.vocab_size(), /*padded=*/true);
     torch::NoGradGuard no_grad;
     torch::Tensor mask = in.mask.to(torch::kBool);
     torch::Tensor hidden = model->encoder->forward(in.ids, in.segments, mask);
@@ -276,7 +214,7 @@ TEST_F(HfRemoteCode, ElectraDiscriminatorAndGeneratorOfAVariantLoad) {
   save(path("electra.cabert"), config, "pretrain", *model, {{"objective", "electra"}});
   export_and_check("electra", "CabertForPreTraining", "AutoModelForPreTraining");
   check_directory(path("electra/generator"), "CabertForMaskedLM", "AutoModelForMaskedLM");
-  Inputs in = padded_inputs(config.vocab_size());
+  Inputs in = fixed_inputs(config.vocab_size(), /*padded=*/true);
   torch::NoGradGuard no_grad;
   torch::Tensor mask = in.mask.to(torch::kBool);
   write_outputs("discriminator", in,
