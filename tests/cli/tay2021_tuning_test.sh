@@ -21,13 +21,9 @@ import glob, json, os, sys
 out, sst2_train = sys.argv[1], sys.argv[2]
 table = open(os.path.join(out, "smoke-table.md")).read()
 
-def records(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.startswith("{") and '"kind"' in line]
-
-def check(condition, message):
-    if not condition:
-        sys.exit(message + "\n" + table)
+sys.path.insert(0, os.path.join(os.environ["CABERT_SOURCE_DIR"], "tests", "cli"))
+from recipe_records import checker, records
+check = checker(table)
 
 train = open(sst2_train).read().splitlines()
 carved_train = open(os.path.join(out, "carved/sst2/train.tsv")).read().splitlines()

@@ -36,13 +36,9 @@ import glob, json, math, os, sys
 sc = sys.argv[1]
 table = open(os.path.join(sc, "table.md")).read()
 
-def records(path):
-    with open(path) as f:
-        return [json.loads(line) for line in f if line.startswith("{") and '"kind"' in line]
-
-def check(condition, message):
-    if not condition:
-        sys.exit(message + "\n" + table)
+sys.path.insert(0, os.path.join(os.environ["CABERT_SOURCE_DIR"], "tests", "cli"))
+from recipe_records import checker, records
+check = checker(table)
 
 for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     points = sorted(os.path.basename(p.rstrip("/")) for p in glob.glob(os.path.join(sc, "grid", model, "*/")))
