@@ -64,6 +64,23 @@ torch::Tensor reference_attention(torch::nn::Linear q, torch::nn::Linear k, torc
   return torch::matmul(torch::softmax(scores, -1), split(v(x))).permute({0, 2, 1, 3}).reshape({N, T, H});
 }
 
+// The last module of type T under `root` (the deepest layer's attention); nullptr if none.
+template <typename T>
+T* last_module(torch::nn::Module& root) {
+  T* found = nullptr;
+  for (auto& module : root.modules(/*include_self=*/false)) {
+    if (auto* typed = module->as<T>()) found = typed;
+  }
+  return found;
+}
+
+// table[:, bucket(j - i)] for T queries and keys, [1, heads, T, T], in plain ATen from the bucket function.
+torch::Tensor square_bias(const torch::Tensor& table, int64_t T, bool bidirectional) {
+  torch::Tensor offsets = torch::arange(T).unsqueeze(0) - torch::arange(T).unsqueeze(1);  // j - i
+  return table.index_select(1, t5_relative_buckets(offsets, bidirectional, 32, 128).flatten())
+      .view({1, table.size(0), T, T});
+}
+
 Seq2SeqModel t5_tiny() {
   torch::manual_seed(5);
   Seq2SeqModel model(config::load_model_config("t5-tiny", {"vocab_size=40", "dropout=0", "attention_dropout=0"}));
@@ -75,19 +92,13 @@ Seq2SeqModel t5_tiny() {
 TEST(T5RelativeBias, EncoderSelfAttentionAddsTheSharedBiasOfEveryOffset) {
   Seq2SeqModel model = t5_tiny();
   torch::NoGradGuard no_grad;
-  BertSelfAttentionImpl* attention = nullptr;
-  for (auto& module : model->encoder->modules(false)) {
-    if (module->as<BertSelfAttentionImpl>()) attention = module->as<BertSelfAttentionImpl>();
-  }
+  BertSelfAttentionImpl* attention = last_module<BertSelfAttentionImpl>(*model->encoder);
   ASSERT_NE(attention, nullptr);
   const int64_t N = 2, T = 9, heads = attention->heads;
   torch::Tensor x = torch::randn({N, T, attention->hidden}, torch::kDouble);
   torch::Tensor mask = torch::ones({N, T}, torch::kBool);
   mask.index_put_({1, torch::indexing::Slice(6)}, false);
-  torch::Tensor offsets = torch::arange(T).unsqueeze(0) - torch::arange(T).unsqueeze(1);  // j - i
-  torch::Tensor table = model->encoder_position_bias->table;
-  torch::Tensor bias =
-      table.index_select(1, t5_relative_buckets(offsets, true, 32, 128).flatten()).view({1, heads, T, T});
+  torch::Tensor bias = square_bias(model->encoder_position_bias->table, T, /*bidirectional=*/true);
   bias = bias + torch::zeros({N, 1, 1, T}, torch::kDouble)
                     .masked_fill(mask.logical_not().view({N, 1, 1, T}), -std::numeric_limits<double>::infinity());
   torch::Tensor expected = reference_attention(attention->query, attention->key, attention->value, x, bias, heads);
@@ -98,19 +109,14 @@ TEST(T5RelativeBias, EncoderSelfAttentionAddsTheSharedBiasOfEveryOffset) {
 TEST(T5RelativeBias, DecoderSelfAttentionAddsTheCausalBuckets) {
   Seq2SeqModel model = t5_tiny();
   torch::NoGradGuard no_grad;
-  CausalSelfAttentionImpl* attention = nullptr;
-  for (auto& module : model->decoder->modules(false)) {
-    if (module->as<CausalSelfAttentionImpl>()) attention = module->as<CausalSelfAttentionImpl>();
-  }
+  CausalSelfAttentionImpl* attention = last_module<CausalSelfAttentionImpl>(*model->decoder);
   ASSERT_NE(attention, nullptr);
   ASSERT_TRUE(attention->position_bias);
   const int64_t T = 7, heads = attention->heads;
   torch::Tensor x = torch::randn({2, T, attention->hidden}, torch::kDouble);
-  torch::Tensor offsets = torch::arange(T).unsqueeze(0) - torch::arange(T).unsqueeze(1);
-  torch::Tensor table = model->decoder_position_bias->table;
-  torch::Tensor bias =
-      table.index_select(1, t5_relative_buckets(offsets, false, 32, 128).flatten()).view({1, heads, T, T});
-  bias = bias.masked_fill(offsets.gt(0), -std::numeric_limits<double>::infinity());
+  torch::Tensor future = torch::ones({T, T}, torch::kBool).triu(1);  // j > i
+  torch::Tensor bias = square_bias(model->decoder_position_bias->table, T, /*bidirectional=*/false)
+                           .masked_fill(future, -std::numeric_limits<double>::infinity());
   torch::Tensor expected = reference_attention(attention->query, attention->key, attention->value, x, bias, heads);
   EXPECT_TRUE(torch::allclose(attention->forward(x, {}), expected, 1e-10, 1e-12));
 }
