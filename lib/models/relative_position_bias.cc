@@ -38,21 +38,27 @@ RelativePositionBiasImpl::RelativePositionBiasImpl(int64_t heads, int64_t bucket
                          "of them (T5: 32 and 128)"));
   }
   table = register_parameter("table", torch::empty({heads, buckets}).normal_(0.0, init_std));
+  band_buckets_cpu_ = t5_relative_buckets(torch::arange(-max_distance, max_distance + 1, torch::kLong), bidirectional,
+                                          buckets, max_distance);
+  band_buckets_ = band_buckets_cpu_;
 }
 
-torch::Tensor RelativePositionBiasImpl::band() const {
-  torch::Tensor offsets = torch::arange(-max_distance_, max_distance_ + 1,
-                                        torch::TensorOptions().dtype(torch::kLong).device(table.device()));
-  return table.index_select(1, t5_relative_buckets(offsets, bidirectional_, buckets_, max_distance_));
+const torch::Tensor& RelativePositionBiasImpl::band_buckets() const {
+  if (band_buckets_.device() != table.device()) band_buckets_ = band_buckets_cpu_.to(table.device());
+  return band_buckets_;
 }
+
+torch::Tensor RelativePositionBiasImpl::band() const { return table.index_select(1, band_buckets()); }
 
 torch::Tensor RelativePositionBiasImpl::between(int64_t first_query, int64_t queries, int64_t keys) const {
   const auto options = torch::TensorOptions().dtype(torch::kLong).device(table.device());
   torch::Tensor offsets = torch::arange(keys, options).unsqueeze(0) -
                           torch::arange(first_query, first_query + queries, options).unsqueeze(1);
-  torch::Tensor bucket = t5_relative_buckets(offsets, bidirectional_, buckets_, max_distance_);
+  // An offset beyond D has D's bucket (band()'s comment), so the clamped offset's place in the band gives it.
+  torch::Tensor bucket =
+      band_buckets().index_select(0, (offsets.clamp(-max_distance_, max_distance_) + max_distance_).flatten());
   // [heads, queries * keys] -> [1, heads, queries, keys]
-  return table.index_select(1, bucket.flatten()).view({1, table.size(0), queries, keys});
+  return table.index_select(1, bucket).view({1, table.size(0), queries, keys});
 }
 
 }  // namespace cabert::models

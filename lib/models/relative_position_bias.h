@@ -36,8 +36,14 @@ class RelativePositionBiasImpl : public torch::nn::Module {
   torch::Tensor table;  // [heads, buckets]
 
  private:
+  // The bucket of every offset -D..D, computed once (every layer and decoding step reads it): on the CPU, and a
+  // copy on the table's device once the table moves there.
+  const torch::Tensor& band_buckets() const;
+
   int64_t buckets_, max_distance_;
   bool bidirectional_;
+  torch::Tensor band_buckets_cpu_;
+  mutable torch::Tensor band_buckets_;
 };
 TORCH_MODULE(RelativePositionBias);
 
