@@ -218,7 +218,9 @@ TEST_F(FinetuneCli, EveryGlueTaskFineTunesEvaluatesAndWritesSubmissions) {
     EXPECT_EQ(best->train_examples(), 40u) << c.task;
     EXPECT_LE(best->train_truncated(), 40u) << c.task;
     EXPECT_LE(best->dev_truncated(), 24u) << c.task;
-    if (c.task == "CoLA" || c.task == "STS-B") EXPECT_EQ(best->control_score(), 0.0) << c.task;  // MCC, correlations
+    if (c.task == "CoLA" || c.task == "STS-B") {
+      EXPECT_EQ(best->control_score(), 0.0) << c.task;  // MCC, correlations
+    }
     if (c.task == "MRPC") {
       // The majority label of the 40 training rows, predicted on the 24 dev rows: F1 of "1" and accuracy by hand.
       auto labels = [](const std::string& path) {
