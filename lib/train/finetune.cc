@@ -25,6 +25,7 @@
 #include "lib/train/checkpoint.h"
 #include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
+#include "lib/train/metrics_log.h"
 #include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/resume_options.h"
@@ -601,27 +602,18 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
   if (main_rank && !resume.active) {
     remove_earlier_outputs(options.model_dir, DirectoryRun::kFinetuning, finetuning_checkpoints(options.model_dir));
   }
-  std::unique_ptr<io::RecordWriter> metrics_writer;  // rank 0's
-  std::unique_ptr<io::TensorboardLog> tensorboard;   // rank 0's, with --tensorboard
-  double seconds_before = 0;
+  std::unique_ptr<TaskMetricsLog> metrics;  // rank 0's, with the --tensorboard events
   if (main_rank) {
-    // A growing file: every record is readable while the run goes on (`cabert inspect` on a running job); a
-    // resumed run starts it again from the records before its position.
-    io::WriterOptions appended;
-    appended.appended = true;
-    metrics_writer = std::make_unique<io::RecordWriter>(
-        summary.metrics_path, "cabert.pb.TaskMetrics",
-        std::map<std::string, std::string>{{"task", setup.task.definition.name}, {"model", model_name(options)}},
-        appended);
-    seconds_before = write_records(resume.carried, *metrics_writer);
-    if (!options.tensorboard.empty()) {
-      tensorboard = std::make_unique<io::TensorboardLog>(
-          options.tensorboard, metrics_writer->header(), config::config_to_text(setup.config),
-          resume.active ? static_cast<int64_t>(resume.position.update()) : -1, resume.position.run(),
-          static_cast<uint32_t>(options.runs));
-    }
+    TaskMetricsLogOptions log_options;
+    log_options.metadata = {{"task", setup.task.definition.name}, {"model", model_name(options)}};
+    log_options.carried = resume.carried;
+    log_options.tensorboard_dir = options.tensorboard;
+    log_options.resume_step = resume.active ? static_cast<int64_t>(resume.position.update()) : -1;
+    log_options.resume_run = resume.position.run();
+    log_options.runs = static_cast<uint32_t>(options.runs);
+    metrics = std::make_unique<TaskMetricsLog>(summary.metrics_path, setup.config, log_options);
   }
-  const RunClock clock(seconds_before);
+  const RunClock clock(metrics ? metrics->seconds_before() : 0);
   RunContext context{options,
                      source,
                      setup,
@@ -630,13 +622,10 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
                      resume,
                      last_path,
                      [&](const pb::TaskMetrics& record) {
-                       if (!main_rank) return;
-                       metrics_writer->write(record);
-                       metrics_writer->flush();
-                       if (tensorboard) tensorboard->add(record);
+                       if (metrics) metrics->add(record);
                      },
                      clock,
-                     tensorboard.get()};
+                     metrics ? metrics->tensorboard() : nullptr};
   std::vector<RunOutcome> runs;
   try {
     for (int run = 0; run < options.runs; ++run) {
@@ -650,10 +639,10 @@ FinetuneSummary run_finetune(const FinetuneOptions& options, const tasks::TaskSo
       }
     }
   } catch (const Interrupted&) {
-    if (main_rank) metrics_writer->close();
+    if (metrics) metrics->close();
     throw;
   }
-  if (main_rank) metrics_writer->close();
+  if (metrics) metrics->close();
   summarise_runs(runs, main_rank, summary);
   return summary;
 }

@@ -1,5 +1,6 @@
 #include "lib/train/metrics_log.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "formats/metrics.pb.h"
@@ -66,6 +67,29 @@ void MetricsLog::add(const std::string& phase, uint64_t step, double wall,
 void MetricsLog::close() {
   if (writer_) writer_->close();
   writer_.reset();
+}
+
+TaskMetricsLog::TaskMetricsLog(const std::string& path, const pb::ModelConfig& config,
+                               const TaskMetricsLogOptions& options) {
+  io::WriterOptions appended;
+  appended.appended = true;
+  writer_ = std::make_unique<io::RecordWriter>(path, "cabert.pb.TaskMetrics", options.metadata, appended);
+  for (const auto& record : options.carried) {
+    writer_->write(record);
+    seconds_before_ = std::max(seconds_before_, record.seconds());
+  }
+  writer_->flush();
+  if (!options.tensorboard_dir.empty()) {
+    tensorboard_ = std::make_unique<io::TensorboardLog>(options.tensorboard_dir, writer_->header(),
+                                                        config::config_to_text(config), options.resume_step,
+                                                        options.resume_run, options.runs);
+  }
+}
+
+void TaskMetricsLog::add(const pb::TaskMetrics& record) {
+  writer_->write(record);
+  writer_->flush();
+  if (tensorboard_) tensorboard_->add(record);
 }
 
 }  // namespace cabert::train

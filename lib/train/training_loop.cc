@@ -370,14 +370,4 @@ std::vector<pb::TaskMetrics> records_before(const std::string& metrics_path, con
   return kept;
 }
 
-double write_records(const std::vector<pb::TaskMetrics>& records, io::RecordWriter& metrics) {
-  double seconds = 0;
-  for (const auto& record : records) {
-    metrics.write(record);
-    seconds = std::max(seconds, record.seconds());
-  }
-  metrics.flush();
-  return seconds;
-}
-
 }  // namespace cabert::train

@@ -218,7 +218,4 @@ pb::TrainingPosition resume_position(const io::Checkpoint& checkpoint);
 // position.update. Returns them in file order.
 std::vector<pb::TaskMetrics> records_before(const std::string& metrics_path, const pb::TrainingPosition& position);
 
-// Writes (and flushes) the records a resumed run keeps; returns the seconds of the run before the resume.
-double write_records(const std::vector<pb::TaskMetrics>& records, io::RecordWriter& metrics);
-
 }  // namespace cabert::train

@@ -21,6 +21,7 @@
 #include "lib/ops/device.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/losses.h"
+#include "lib/train/metrics_log.h"
 #include "lib/train/model_directory.h"
 #include "lib/train/optimizer.h"
 #include "lib/train/resume_options.h"
@@ -476,42 +477,32 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
   TranslationTrainSummary summary;
   summary.checkpoint = (fs::path(options.model_dir) / "best.cabert").string();
   summary.metrics_path = (fs::path(options.model_dir) / "metrics.cabert").string();
-  // A resumed run keeps the records of the epochs (and training intervals) before it, and its clock goes on
-  // from theirs. The file grows as records are appended: readable while the run goes on.
+  // A resumed run keeps the records of the epochs (and training intervals) before it (every rank's loop reads
+  // them), and its clock goes on from theirs. Rank 0's: the metrics file and the TensorBoard events.
   const std::vector<pb::TaskMetrics> carried =
       position.update() > 0 ? records_before(summary.metrics_path, position) : std::vector<pb::TaskMetrics>{};
-  // Rank 0's: the metrics file and the TensorBoard events.
-  std::unique_ptr<io::RecordWriter> metrics;
-  std::unique_ptr<io::TensorboardLog> tensorboard;
-  double seconds_before = 0;
+  std::unique_ptr<TaskMetricsLog> metrics;
   if (main_rank) {
-    io::WriterOptions appended;
-    appended.appended = true;
-    metrics = std::make_unique<io::RecordWriter>(
-        summary.metrics_path, "cabert.pb.TaskMetrics",
-        std::map<std::string, std::string>{{"task", data.task_name},
-                                           {"model", model_name(options)},
-                                           {"peak_lr", str(options.lr)},
-                                           {"schedule", options.schedule},
-                                           {"warmup_updates", std::to_string(warmup)},
-                                           {"warmup_rule", warmup_choice.rule},
-                                           {"total_updates", std::to_string(total_steps)}},
-        appended);
-    seconds_before = write_records(carried, *metrics);
-    if (!options.tensorboard.empty()) {
-      tensorboard = std::make_unique<io::TensorboardLog>(options.tensorboard, metrics->header(),
-                                                         config::config_to_text(start.config),
-                                                         resuming ? static_cast<int64_t>(position.update()) : -1);
-    }
+    TaskMetricsLogOptions log_options;
+    log_options.metadata = {{"task", data.task_name},
+                            {"model", model_name(options)},
+                            {"peak_lr", str(options.lr)},
+                            {"schedule", options.schedule},
+                            {"warmup_updates", std::to_string(warmup)},
+                            {"warmup_rule", warmup_choice.rule},
+                            {"total_updates", std::to_string(total_steps)}};
+    log_options.carried = carried;
+    log_options.tensorboard_dir = options.tensorboard;
+    log_options.resume_step = resuming ? static_cast<int64_t>(position.update()) : -1;
+    metrics = std::make_unique<TaskMetricsLog>(summary.metrics_path, start.config, log_options);
   }
-  const RunClock clock(seconds_before);
+  const RunClock clock(metrics ? metrics->seconds_before() : 0);
   auto append_metrics = [&](const pb::TaskMetrics& record) {
     if (!main_rank) return;
-    metrics->write(record);
-    metrics->flush();
-    if (!tensorboard) return;
-    tensorboard->add(record);
-    if (record.kind() == pb::TaskMetrics::EPOCH) log_kernel_pictures(*tensorboard, start.config, *model, record.step());
+    metrics->add(record);
+    if (metrics->tensorboard() && record.kind() == pb::TaskMetrics::EPOCH) {
+      log_kernel_pictures(*metrics->tensorboard(), start.config, *model, record.step());
+    }
   };
 
   TranslationLearner learner(options, start, data, model, device, communicator, warmup);
@@ -562,7 +553,7 @@ TranslationTrainSummary run_translation_training(const TranslationTrainOptions& 
                                      &summary.averaged_checkpoint);
     append_metrics(summary.averaged);
   }
-  if (main_rank) metrics->close();
+  if (metrics) metrics->close();
   return summary;
 }
 

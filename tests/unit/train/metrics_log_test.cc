@@ -1,11 +1,12 @@
-// metrics.cabert of pre-training (lib/train/metrics_log.h): records readable as they are added, a resumed run
+// metrics.cabert (lib/train/metrics_log.h). Pre-training's: records readable as they are added, a resumed run
 // carries the records up to its checkpoint over and its clock goes on from theirs, a damaged file keeps what
-// reads back.
+// reads back. Fine-tuning's and translation's: the header's metadata, the carried records first, the clock.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "formats/metrics.pb.h"
+#include "formats/task.pb.h"
 #include "lib/io/record_file.h"
 #include "lib/train/metrics_log.h"
 #include "tests/test_paths.h"
@@ -97,6 +98,46 @@ TEST(MetricsLog, ADamagedFileKeepsTheRecordsBeforeTheDamage) {
   train::MetricsLog resumed(path, config, 6);
   resumed.close();
   EXPECT_EQ(read_metrics(path).steps, (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+}
+
+pb::TaskMetrics task_record(pb::TaskMetrics::Kind kind, uint64_t step, double seconds) {
+  pb::TaskMetrics record;
+  record.set_kind(kind);
+  record.set_step(step);
+  record.set_seconds(seconds);
+  return record;
+}
+
+TEST(TaskMetricsLog, TheCarriedRecordsComeFirstEachAddReadsAtOnceAndCloseFinishesTheFile) {
+  const std::string path = testing::temp_dir() + "/metrics.cabert";
+  pb::ModelConfig config;
+  train::TaskMetricsLogOptions options;
+  options.metadata = {{"task", "translation"}, {"warmup_updates", "150"}};
+  // Carried records out of order in time: the clock goes on from the largest.
+  options.carried = {task_record(pb::TaskMetrics::TRAIN, 10, 7.5), task_record(pb::TaskMetrics::EPOCH, 12, 9.0),
+                     task_record(pb::TaskMetrics::TRAIN, 20, 8.0)};
+  train::TaskMetricsLog log(path, config, options);
+  EXPECT_DOUBLE_EQ(log.seconds_before(), 9.0);
+  EXPECT_EQ(log.tensorboard(), nullptr);
+  log.add(task_record(pb::TaskMetrics::TRAIN, 30, 9.5));
+
+  auto read_steps = [&](bool* unfinished) {
+    io::RecordReader reader(path);
+    reader.expect("cabert.pb.TaskMetrics");
+    EXPECT_EQ(reader.header().metadata().at("task"), "translation");
+    EXPECT_EQ(reader.header().metadata().at("warmup_updates"), "150");
+    std::vector<uint64_t> steps;
+    pb::TaskMetrics record;
+    while (reader.next(&record)) steps.push_back(record.step());
+    *unfinished = reader.unfinished();
+    return steps;
+  };
+  bool unfinished = false;
+  EXPECT_EQ(read_steps(&unfinished), (std::vector<uint64_t>{10, 12, 20, 30}));
+  EXPECT_TRUE(unfinished);
+  log.close();
+  EXPECT_EQ(read_steps(&unfinished), (std::vector<uint64_t>{10, 12, 20, 30}));
+  EXPECT_FALSE(unfinished);
 }
 
 }  // namespace
