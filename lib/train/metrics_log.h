@@ -1,5 +1,5 @@
-// metrics.cabert of a run, appended as it goes. MetricsLog: a pre-training run's MetricsRecord records ("train" per step, "eval" per evaluation),
-// appended as they happen. Every add() writes a complete frame that readers (`cabert inspect`, pictures) see
+// metrics.cabert of a run, appended as it goes. MetricsLog: a pre-training run's MetricsRecord records
+// ("train" per step, "eval" per evaluation), appended as they happen. Every add() writes a complete frame that readers (`cabert inspect`, pictures) see
 // at once, and nothing is kept in memory, so a million-step run needs no more memory than a short one. A
 // resumed run starts the file again from the earlier run's records up to its checkpoint (a killed run may
 // have logged steps past it), and its wall clock goes on from theirs.
