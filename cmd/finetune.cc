@@ -37,6 +37,13 @@ void run_translation(FinetuneCommand& command, const CLI::App& sub) {
   const auto& s = command.source;
   auto& t = command.translation;
   auto given = [&](const char* flag) { return sub.count(flag) > 0; };
+  // Text-to-text and encoder flags translation has its own form of (or none): refused, not ignored.
+  for (const char* flag : {"--optimizer", "--lr-schedule"}) {
+    if (given(flag)) {
+      throw UsageError(str(flag, ": not for --task translation (Adam, fairseq's, with --schedule "
+                           "inverse-sqrt, linear or cosine)"));
+    }
+  }
   t.init = o.init;
   t.preset = o.preset;
   t.set_overrides = o.set_overrides;
@@ -136,14 +143,20 @@ void add_training_flags(CLI::App* sub, FinetuneCommand* command) {
   sub->add_option("--tensorboard", o.tensorboard,
                   "Also write the metrics records as TensorBoard event files into this directory (rank 0; a resumed "
                   "run continues the curves)");
-  sub->add_option("--lr", o.lr, "Peak learning rate (default: Chang et al. Table 5 for the task)");
+  sub->add_option("--lr", o.lr,
+                  "Peak learning rate (default: Chang et al. Table 5 for the task; 1e-3 with --optimizer adafactor)");
   sub->add_option("--epochs", o.epochs, "Epochs (default by task: 3; RTE/STS-B 10; MNLI/QQP 4; SQuAD 2)");
   sub->add_option("--batch-size", o.batch_size, "Batch size (default 32; MNLI/QQP 128)");
   sub->add_option("--warmup-ratio", o.warmup_ratio, "Fraction of the steps for linear warm-up")->capture_default_str();
   sub->add_option("--lr-schedule", o.lr_schedule,
                   "After the warm-up: linear (decay to 0 at the last step, BERT's) or constant (T5's fine-tuning)")
       ->capture_default_str();
-  sub->add_option("--weight-decay", o.weight_decay, "AdamW weight decay (not on biases/LayerNorm)")
+  sub->add_option("--optimizer", o.optimizer,
+                  "adamw, or adafactor (T5's: factored second moments, each step relative to its parameter's RMS, "
+                  "no momentum; --lr is then the relative step, default T5's 1e-3; T5 fine-tunes with --lr-schedule "
+                  "constant)")
+      ->capture_default_str();
+  sub->add_option("--weight-decay", o.weight_decay, "Decoupled weight decay (not on biases/LayerNorm)")
       ->capture_default_str();
   sub->add_option("--clip-norm", o.clip_norm, "Gradient clipping by global norm (0 = off)")->capture_default_str();
   sub->add_option("--max-skipped-updates", o.max_skipped_updates,

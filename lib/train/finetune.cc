@@ -22,6 +22,7 @@
 #include "lib/io/record_file.h"
 #include "lib/io/tensorboard_metrics.h"
 #include "lib/ops/device.h"
+#include "lib/train/adafactor.h"
 #include "lib/train/checkpoint.h"
 #include "lib/train/encoder_learner.h"
 #include "lib/train/finetune_learner.h"
@@ -130,6 +131,9 @@ void check_options(const FinetuneOptions& options) {
   if (options.lr_schedule != "linear" && options.lr_schedule != "constant") {
     throw UsageError(str("--lr-schedule: expected linear or constant, got '", options.lr_schedule, "'"));
   }
+  if (options.optimizer != "adamw" && options.optimizer != "adafactor") {
+    throw UsageError(str("--optimizer: expected adamw or adafactor, got '", options.optimizer, "'"));
+  }
 }
 
 // The model config and the checkpoint whose encoder the runs start from, and the tokenizer.
@@ -233,7 +237,9 @@ void prepare_task(const FinetuneOptions& options, const tasks::TaskSource& sourc
   setup.task = tasks::load_training_task(source);
   const tasks::TaskDefinition& definition = setup.task.definition;
   const TaskDefaults defaults = task_defaults(definition.name, setup.config.hidden_size());
-  setup.lr = options.lr > 0 ? options.lr : defaults.lr;
+  // Adafactor's lr is a step relative to each parameter's RMS: T5's fine-tuning rate unless given.
+  const double default_lr = options.optimizer == "adafactor" ? kAdafactorFinetuneLr : defaults.lr;
+  setup.lr = options.lr > 0 ? options.lr : default_lr;
   setup.epochs = options.epochs > 0 ? options.epochs : defaults.epochs;
   setup.batch_size = options.batch_size > 0 ? options.batch_size : defaults.batch_size;
   setup.max_length = resolve_max_length(options.max_length, definition, setup.config);
@@ -257,7 +263,8 @@ void prepare_task(const FinetuneOptions& options, const tasks::TaskSource& sourc
            definition.kind == TaskKind::kSpan ? " training windows" : " training examples", ", dev ",
            setup.task.dev.front().size(), "; lr ", setup.lr, ", batch ", setup.batch_size,
            world > 1 ? str(" x ", world, " processes") : "", ", epochs ", setup.epochs, ", warm-up ", setup.warmup,
-           " of ", setup.total_steps, " steps then ", options.lr_schedule, ", max length ", setup.max_length, ", ", options.runs, " run(s)");
+           " of ", setup.total_steps, " steps then ", options.lr_schedule, ", ", options.optimizer, ", max length ",
+           setup.max_length, ", ", options.runs, " run(s)");
 }
 
 // One run of a fine-tuning in the EpochLoop: the family's learner (encoder head or text-to-text) computes the
@@ -306,7 +313,9 @@ class FinetuneEpochs : public EpochLearner {
   std::vector<pb::TaskMetrics> evaluate_epoch(int epoch, int64_t /*update*/, double /*train_loss*/) override {
     std::vector<pb::TaskMetrics> records;
     const eval::MetricMap diagnostics = setup_.learner->training_diagnostics();
-    if (!diagnostics.empty()) log_info("finetune: epoch ", epoch, " on training examples: ", describe_metrics(diagnostics));
+    if (!diagnostics.empty()) {
+      log_info("finetune: epoch ", epoch, " on training examples: ", describe_metrics(diagnostics));
+    }
     for (size_t d = 0; d < setup_.task.dev.size(); ++d) {
       const tasks::TaskSplit& dev = setup_.task.dev[d];
       eval::SplitPredictions predictions = setup_.learner->evaluate(dev);
@@ -466,6 +475,20 @@ struct RunContext {
   io::TensorboardLog* tensorboard = nullptr;  // rank 0's --tensorboard, for the pictures
 };
 
+// --optimizer's, at the peak learning rate `lr`, with --weight-decay (neither on biases nor LayerNorm weights).
+std::unique_ptr<Optimizer> make_optimizer(const FinetuneOptions& options, const torch::nn::Module& model, double lr) {
+  if (options.optimizer == "adafactor") {
+    AdafactorOptions adafactor;
+    adafactor.lr = lr;
+    adafactor.weight_decay = options.weight_decay;
+    return std::make_unique<Adafactor>(model, adafactor);
+  }
+  AdamWOptions adam;
+  adam.lr = lr;
+  adam.weight_decay = options.weight_decay;
+  return std::make_unique<AdamW>(model, adam);
+}
+
 RunOutcome train_run(RunContext& context, int run) {
   const FinetuneOptions& options = context.options;
   FinetuneSetup& setup = context.setup;
@@ -480,10 +503,8 @@ RunOutcome train_run(RunContext& context, int run) {
     communicator.broadcast(state, "the initial parameters");
     if (!communicator.is_main()) torch::manual_seed(mix_seed(seed, static_cast<uint64_t>(communicator.rank())));
   }
-  AdamWOptions adam;
-  adam.lr = setup.lr;
-  adam.weight_decay = options.weight_decay;
-  AdamW optimizer(model, adam);
+  std::unique_ptr<Optimizer> optimizer_owner = make_optimizer(options, model, setup.lr);
+  Optimizer& optimizer = *optimizer_owner;
   const bool continuing = context.resume.active && static_cast<int>(context.resume.position.run()) == run;
   pb::TrainingPosition position;
   if (continuing) {

@@ -1,7 +1,8 @@
-// Fine-tuning (Chang et al. 2021 protocol): AdamW with linear warm-up (10%) and decay, dev evaluation after
-// every epoch, the best epoch kept as the checkpoint (written atomically), and --runs N seeds reported as best
-// and mean +- standard error of the mean. An encoder gets a task head; an encoder-decoder (a seq2seq preset
-// or a span-corruption checkpoint) learns classification tasks as text-to-text (text_to_text_learner.h).
+// Fine-tuning (Chang et al. 2021 protocol): AdamW (or T5's Adafactor) with linear warm-up (10%) and decay, dev
+// evaluation after every epoch, the best epoch kept as the checkpoint (written atomically), and --runs N seeds
+// reported as best and mean +- standard error of the mean. An encoder gets a task head; an encoder-decoder (a
+// seq2seq preset or a span-corruption checkpoint) learns classification tasks as text-to-text
+// (text_to_text_learner.h).
 //
 // The runs go through the one training loop (training_loop.h), so a fine-tuning stopped by SIGINT/SIGTERM
 // continues with --resume exactly, in the run and epoch it was in.
@@ -56,6 +57,9 @@ struct FinetuneOptions {
   // The learning rate after the warm-up: "linear" decays to 0 at the last step (BERT's), "constant" stays at --lr
   // (T5's fine-tuning).
   std::string lr_schedule = "linear";
+  // "adamw" or "adafactor" (T5's: factored second moments, each step relative to its parameter's RMS, no first
+  // moment; --lr is then the relative step size).
+  std::string optimizer = "adamw";
   int64_t max_skipped_updates = 5;  // a non-finite gradient norm skips the update; this many in a row stop
   int64_t log_every = 10;           // a TRAIN record (mean loss of the interval) every this many updates; 0 = none
   int patience = 0;                 // stop after this many epochs without a better dev score; 0 = every epoch

@@ -23,8 +23,25 @@ std::vector<std::string> weight_decay_exclusions(const torch::nn::Module& module
   return names;
 }
 
+NamedTensors named_parameters(const torch::nn::Module& module) {
+  NamedTensors list;
+  for (const auto& p : module.named_parameters(true)) list.emplace_back(p.key(), p.value());
+  return list;
+}
+
+torch::Tensor optimizer_state_tensor(const std::map<std::string, torch::Tensor>& state, const std::string& name,
+                                     const torch::Tensor& like, const std::string& source) {
+  auto found = state.find(name);
+  if (found == state.end()) throw DataError(str(source, ": optimizer state has no tensor '", name, "'"));
+  if (like.defined() && found->second.sizes() != like.sizes()) {
+    throw DataError(str(source, ": optimizer tensor '", name, "': expected shape ", like.sizes(), ", got ",
+                        found->second.sizes()));
+  }
+  return found->second;
+}
+
 AdamW::AdamW(NamedTensors parameters, const std::vector<std::string>& no_decay, AdamWOptions options)
-    : options_(options) {
+    : Optimizer(options.lr), options_(options) {
   std::set<std::string> excluded(no_decay.begin(), no_decay.end());
   for (auto& [name, param] : parameters) {
     if (!param.requires_grad()) continue;
@@ -33,13 +50,7 @@ AdamW::AdamW(NamedTensors parameters, const std::vector<std::string>& no_decay, 
 }
 
 AdamW::AdamW(const torch::nn::Module& module, AdamWOptions options)
-    : AdamW(
-          [&] {
-            NamedTensors list;
-            for (const auto& p : module.named_parameters(true)) list.emplace_back(p.key(), p.value());
-            return list;
-          }(),
-          weight_decay_exclusions(module), options) {}
+    : AdamW(named_parameters(module), weight_decay_exclusions(module), options) {}
 
 bool AdamW::decays(const std::string& name) const {
   for (const auto& slot : slots_) {
@@ -79,7 +90,7 @@ bool fusable(const torch::Tensor& param, const torch::Tensor& grad, const torch:
 void AdamW::step() {
   torch::NoGradGuard no_grad;
   ++steps_;
-  const double decay_factor = 1.0 - options_.lr * options_.weight_decay;
+  const double decay_factor = 1.0 - lr_ * options_.weight_decay;
   std::vector<FusedGroup> groups;
   for (auto& slot : slots_) {
     const torch::Tensor& grad = slot.param.grad();
@@ -107,7 +118,7 @@ void AdamW::step() {
         at::full({}, static_cast<double>(steps_), at::TensorOptions(group.device).dtype(at::kFloat));
     const std::vector<at::Tensor> steps(group.params.size(), step);
     at::_fused_adamw_(group.params, group.grads, group.exp_avgs, group.exp_avg_sqs, /*max_exp_avg_sqs=*/{}, steps,
-                      options_.lr, options_.beta1, options_.beta2, group.decay ? options_.weight_decay : 0.0,
+                      lr_, options_.beta1, options_.beta2, group.decay ? options_.weight_decay : 0.0,
                       options_.eps, /*amsgrad=*/false, /*maximize=*/false);
   }
 }
@@ -120,7 +131,7 @@ void AdamW::step_op_by_op(torch::Tensor& param, const torch::Tensor& grad, torch
   exp_avg.mul_(options_.beta1).add_(grad, 1.0 - options_.beta1);
   exp_avg_sq.mul_(options_.beta2).addcmul_(grad, grad, 1.0 - options_.beta2);
   torch::Tensor denom = (exp_avg_sq.sqrt() / std::sqrt(correction2)).add_(options_.eps);
-  param.addcdiv_(exp_avg, denom, -options_.lr / correction1);
+  param.addcdiv_(exp_avg, denom, -lr_ / correction1);
 }
 
 NamedTensors AdamW::state() const {
@@ -135,13 +146,7 @@ NamedTensors AdamW::state() const {
 
 void AdamW::load_state(const std::map<std::string, torch::Tensor>& state, const std::string& source) {
   auto get = [&](const std::string& name, const torch::Tensor& like) {
-    auto found = state.find(name);
-    if (found == state.end()) throw DataError(str(source, ": optimizer state has no tensor '", name, "'"));
-    if (like.defined() && found->second.sizes() != like.sizes()) {
-      throw DataError(str(source, ": optimizer tensor '", name, "': expected shape ", like.sizes(), ", got ",
-                          found->second.sizes()));
-    }
-    return found->second;
+    return optimizer_state_tensor(state, name, like, source);
   };
   steps_ = get("step", {}).item<int64_t>();
   torch::NoGradGuard no_grad;

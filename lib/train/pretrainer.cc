@@ -263,7 +263,7 @@ struct PretrainState {
   pb::ModelConfig config;
   CorpusTokenizer corpus;
   Objectives& objectives;
-  AdamW& optimizer;
+  Optimizer& optimizer;
   data::ExampleStream& stream;
   std::mt19937_64& rng;
   double peak_lr = 0;

@@ -23,7 +23,7 @@
 
 namespace cabert::train {
 
-UpdateStep::UpdateStep(torch::nn::Module& module, AdamW& optimizer, torch::Device device, StepSettings settings,
+UpdateStep::UpdateStep(torch::nn::Module& module, Optimizer& optimizer, torch::Device device, StepSettings settings,
                        dist::Communicator& communicator, int64_t updates_done)
     : optimizer_(optimizer),
       device_(device),
@@ -122,7 +122,7 @@ std::vector<size_t> epoch_order(size_t count, uint64_t seed, int epoch, EpochOrd
   return order;
 }
 
-EpochLoop::EpochLoop(EpochLearner& learner, UpdateStep& step, torch::nn::Module& module, AdamW& optimizer,
+EpochLoop::EpochLoop(EpochLearner& learner, UpdateStep& step, torch::nn::Module& module, Optimizer& optimizer,
                      EpochSettings settings, dist::Communicator& communicator)
     : learner_(learner),
       step_(step),
@@ -275,7 +275,7 @@ void EpochLoop::save_last() {
 }
 
 void save_resume_checkpoint(const std::string& path, pb::CheckpointInfo info, const pb::TrainingPosition& position,
-                            torch::nn::Module& module, const AdamW& optimizer, dist::Communicator& communicator,
+                            torch::nn::Module& module, const Optimizer& optimizer, dist::Communicator& communicator,
                             const std::string& job) {
   const NamedTensors weights = io::module_tensors(module, "model/");
   // Every rank holds the same weights, so every rank refuses alike.
@@ -337,7 +337,7 @@ pb::TrainingPosition resume_position(const io::Checkpoint& checkpoint) {
 }
 
 pb::TrainingPosition restore_resume_checkpoint(const io::Checkpoint& checkpoint, torch::nn::Module& module,
-                                               AdamW& optimizer, const dist::Communicator& communicator) {
+                                               Optimizer& optimizer, const dist::Communicator& communicator) {
   const pb::TrainingPosition position = resume_position(checkpoint);
   const pb::CheckpointInfo& info = checkpoint.info;
   const int saved_world = std::max<int>(1, static_cast<int>(info.world_size()));

@@ -89,7 +89,7 @@ int stop_signal(dist::Communicator& communicator);
 class UpdateStep {
  public:
   // `updates_done`: the updates before this process's first (a resumed run's).
-  UpdateStep(torch::nn::Module& module, AdamW& optimizer, torch::Device device, StepSettings settings,
+  UpdateStep(torch::nn::Module& module, Optimizer& optimizer, torch::Device device, StepSettings settings,
              dist::Communicator& communicator, int64_t updates_done = 0);
   ~UpdateStep();
   UpdateReport run(StepLearner& learner);
@@ -99,7 +99,7 @@ class UpdateStep {
 
  private:
   void backward(const torch::Tensor& loss, bool last_micro_batch);
-  AdamW& optimizer_;
+  Optimizer& optimizer_;
   torch::Device device_;
   StepSettings settings_;
   dist::Communicator& communicator_;
@@ -172,7 +172,7 @@ struct EpochRunResult {
 
 class EpochLoop {
  public:
-  EpochLoop(EpochLearner& learner, UpdateStep& step, torch::nn::Module& module, AdamW& optimizer,
+  EpochLoop(EpochLearner& learner, UpdateStep& step, torch::nn::Module& module, Optimizer& optimizer,
             EpochSettings settings, dist::Communicator& communicator);
   // Continue from a last.cabert's position (resume) with the best records carried over from the metrics.
   void resume(const pb::TrainingPosition& position, std::vector<pb::TaskMetrics> best_records);
@@ -190,7 +190,7 @@ class EpochLoop {
   EpochLearner& learner_;
   UpdateStep& step_;
   torch::nn::Module& module_;
-  AdamW& optimizer_;
+  Optimizer& optimizer_;
   EpochSettings settings_;
   dist::Communicator& communicator_;
   pb::TrainingPosition position_;
@@ -202,13 +202,13 @@ class EpochLoop {
 // and the optimizer's tensors. Collective: every rank hands rank 0 its state; rank 0 alone writes.
 // `job` names the run in the refusal of non-finite weights.
 void save_resume_checkpoint(const std::string& path, pb::CheckpointInfo info, const pb::TrainingPosition& position,
-                            torch::nn::Module& module, const AdamW& optimizer, dist::Communicator& communicator,
+                            torch::nn::Module& module, const Optimizer& optimizer, dist::Communicator& communicator,
                             const std::string& job);
 
 // Restores the model, the optimizer and this rank's torch generator from a resume checkpoint; returns where
 // the run stood. A translation last.cabert of an earlier version (its position in "resume_*" metadata) reads too.
 pb::TrainingPosition restore_resume_checkpoint(const io::Checkpoint& checkpoint, torch::nn::Module& module,
-                                               AdamW& optimizer, const dist::Communicator& communicator);
+                                               Optimizer& optimizer, const dist::Communicator& communicator);
 
 // The position a resume checkpoint holds, without touching a model (what `--resume` checks first).
 pb::TrainingPosition resume_position(const io::Checkpoint& checkpoint);

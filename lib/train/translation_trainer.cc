@@ -385,7 +385,7 @@ bool check_model_directory(const TranslationTrainOptions& options, const std::st
 // last.cabert's model, optimizer and generator, after checking that it is this run's; returns its position.
 pb::TrainingPosition restore_last(const TranslationTrainOptions& options, const ModelStart& start,
                                   const std::string& last_path, int64_t steps_per_epoch, models::Seq2SeqModel& model,
-                                  AdamW& optimizer, const dist::Communicator& communicator) {
+                                  Optimizer& optimizer, const dist::Communicator& communicator) {
   io::Checkpoint last = io::load_checkpoint(last_path);
   eval::check_tokenizer_matches(*start.tokenizer, last.info, last_path);
   if (last.info.model().SerializeAsString() != start.config.SerializeAsString()) {

@@ -66,6 +66,15 @@ for flag in --reinit-decoder --target-sentinel-prefix; do
   n=$(grep -c -- "finetune --init $work/out/pt/t5/final.cabert $flag" "$work/dry.txt" || true)
   [ "$n" = 10 ] || fail "expected 10 fine-tunings with $flag (2 tasks x 4 grid points + 2 final), got $n"
 done
+# Adafactor points asked for after the first table: one more grid point per cell (4 cells), with T5's optimiser
+# and a constant schedule, and the cells' final runs again since their grids grew.
+make -n -C "$CABERT_SOURCE_DIR/recipes/tay2021" smoke "${settings[@]}" TUNE_ADAFACTOR_LRS=1e-3 > "$work/dry.txt" 2>&1 ||
+  fail "make -n with TUNE_ADAFACTOR_LRS failed"
+n=$(grep -c -- " finetune .* --optimizer adafactor --lr 1e-3 --lr-schedule constant .*adafactor-lr1e-3-constant" \
+  "$work/dry.txt" || true)
+[ "$n" = 4 ] || fail "expected 4 Adafactor grid points, got $n: $(grep -- " finetune " "$work/dry.txt")"
+[ "$(grep -c -- " finetune " "$work/dry.txt")" = 8 ] ||
+  fail "expected 4 grid points and 4 final runs: $(grep -- " finetune " "$work/dry.txt")"
 # small-cpu: the same table through SIZE_SETS (here a narrower FFN) and MODEL_SIZE, under OUT/small-cpu; then
 # carried across sittings: a save after all but one pre-trained cell keeps that model's final.cabert and no other
 # checkpoint nor the corpus, and the restored folder leaves make only that cell to run, with no pre-training.

@@ -296,6 +296,38 @@ TEST_F(FinetuneResumeTest, AConstantScheduleTrainsAndAnUnknownOneIsRefused) {
   EXPECT_FALSE(fs::exists(bad.model_dir));
 }
 
+// --optimizer adafactor (T5's fine-tuning: constant lr 1e-3) checkpoints its factored moments: stopped in the
+// second epoch, the run resumes to the uninterrupted one; last.cabert holds Adafactor's state, not AdamW's. An
+// optimiser it does not know is refused before anything is written.
+TEST_F(FinetuneResumeTest, AdafactorStoppedInTheSecondEpochResumesToTheUninterruptedRun) {
+  auto adafactor = [this](const std::string& name) {
+    FinetuneOptions o = options(name, "tay-lightconv-tiny");
+    o.optimizer = "adafactor";
+    o.lr_schedule = "constant";
+    return o;
+  };
+  FinetuneOptions full = adafactor("adafactor-full");
+  run_finetune(full, source());
+  FinetuneOptions stopped = adafactor("adafactor-stopped");
+  stop_after(stopped, 0, 7);
+  run_finetune(stopped, source());
+  expect_same_weights(full.model_dir + "/last.cabert", stopped.model_dir + "/last.cabert");
+  expect_same_records(full.model_dir + "/metrics.cabert", stopped.model_dir + "/metrics.cabert");
+  const io::Checkpoint last = io::load_checkpoint(full.model_dir + "/last.cabert");
+  size_t rows = 0, full_moments = 0;
+  for (const auto& [name, tensor] : last.tensors) {
+    rows += name.rfind("optimizer/exp_avg_sq_row/", 0) == 0;
+    full_moments += name.rfind("optimizer/exp_avg/", 0) == 0;
+  }
+  EXPECT_GT(rows, 0u);
+  EXPECT_EQ(full_moments, 0u);
+
+  FinetuneOptions bad = options("unknown-optimizer", "tay-lightconv-tiny");
+  bad.optimizer = "sgd";
+  EXPECT_THROW(run_finetune(bad, source()), UsageError);
+  EXPECT_FALSE(fs::exists(bad.model_dir));
+}
+
 TEST_F(FinetuneResumeTest, PatienceStopsWhenTheDevScoreHasNotImprovedAndResumesToTheSameStop) {
   // A learning rate too small to change a prediction: every epoch scores as the first, so patience 2 stops
   // the 6-epoch run after epoch 3, and a run stopped inside epoch 3 resumes to the same end.
