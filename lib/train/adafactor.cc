@@ -1,6 +1,5 @@
 #include "lib/train/adafactor.h"
 
-#include <algorithm>
 #include <cmath>
 #include <set>
 
@@ -8,7 +7,8 @@ namespace cabert::train {
 
 namespace {
 
-double rms(const torch::Tensor& t) { return t.norm().item<double>() / std::sqrt(static_cast<double>(t.numel())); }
+// The root mean square, as a scalar tensor on t's device (no synchronisation with a GPU).
+torch::Tensor rms(const torch::Tensor& t) { return t.norm() / std::sqrt(static_cast<double>(t.numel())); }
 
 }  // namespace
 
@@ -54,7 +54,8 @@ void Adafactor::step() {
 // transformers' Adafactor.step for one parameter: the second moment's estimate, the normalised and clipped
 // update, the parameter-scaled step, the optional first moment, decay, then the step.
 void Adafactor::update(Slot& slot, const torch::Tensor& grad, double beta2) const {
-  const double step_size = lr_ * (options_.scale_parameter ? std::max(options_.eps_scale, rms(slot.param)) : 1.0);
+  const torch::Tensor step_size = options_.scale_parameter ? rms(slot.param).clamp_min(options_.eps_scale).mul_(lr_)
+                                                           : torch::full({}, lr_, slot.param.options());
   torch::Tensor squared = grad.square().add_(options_.eps_gradient);
   torch::Tensor update;
   if (slot.row.defined()) {
@@ -68,12 +69,12 @@ void Adafactor::update(Slot& slot, const torch::Tensor& grad, double beta2) cons
     slot.second.mul_(beta2).add_(squared, 1.0 - beta2);
     update = slot.second.rsqrt().mul_(grad);
   }
-  update.div_(std::max(1.0, rms(update) / options_.clip_threshold)).mul_(step_size);
+  update.div_(rms(update).div_(options_.clip_threshold).clamp_min_(1.0)).mul_(step_size);
   if (slot.first.defined()) {
     slot.first.mul_(options_.beta1).add_(update, 1.0 - options_.beta1);
     update = slot.first;
   }
-  if (slot.decay && options_.weight_decay != 0) slot.param.mul_(1.0 - options_.weight_decay * step_size);
+  if (slot.decay && options_.weight_decay != 0) slot.param.mul_(step_size.mul(-options_.weight_decay).add_(1.0));
   slot.param.sub_(update);
 }
 
