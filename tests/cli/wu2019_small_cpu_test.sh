@@ -66,6 +66,10 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     row = [line for line in table.splitlines() if line.startswith(f"| {model}-tiny | {chosen} |")]
     check(len(row) == 1, f"{model}: no table row with its chosen point {chosen}")
     check(f"| {mean:.2f} ± {sem:.2f} |" in row[0], f"{model}: expected test BLEU {mean:.2f} ± {sem:.2f} in {row[0]}")
+    # One lr (both ends of SC_LRS) and two warm-ups: every choice is on the grid's edge, and the table says which.
+    warmup = "the shortest warm-up" if "-wu5" in chosen else "the longest warm-up"
+    edge = f"{model}'s point is on the grid's edge (the smallest lr, the largest lr, {warmup})"
+    check(edge in table, f"{model}: the table lacks '{edge}'")
 EOF
 make -q -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" ||
   fail "a second make small-cpu would run again: $(make -n -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" | head)"
