@@ -3,7 +3,7 @@
 # train a tokenizer on 20,000 unlabelled movie-review sentences (SST-2 training rows without their labels), build
 # a pre-training corpus from them, pre-train a small composite-attention encoder (Chang et al.; E 128, H 128, 2
 # layers) for a few minutes (3,000 MLM steps of 32 x 64 tokens), fine-tune it on 2,000 labelled SST-2 sentences
-# (3 seeds), fine-tune the same architecture without pre-training (3 seeds) for comparison, evaluate the best
+# (5 seeds), fine-tune the same architecture without pre-training (5 seeds) for comparison, evaluate the best
 # model of each on SST-2 dev and print the table (mean +- SEM over the seeds, best run in brackets).
 # Outputs go to out/quickstart (CABERT_QUICKSTART_OUT). CABERT_QUICKSTART_STEPS sets the pre-training steps.
 set -euo pipefail
@@ -30,9 +30,9 @@ checkpoint=$(ls "$out"/pretrain/checkpoint-*.cabert | tail -n 1)
 # Mean pooling: masked-LM pre-training never trains [CLS], and this small model's last layer attends from [CLS]
 # to its neighbours; the mean of the last layer sees the whole sentence (docs/training.md: `finetune --pooling mean`).
 "$cabert" finetune --init "$checkpoint" --task SST-2 --data "$data/SST-2" --lr 1e-3 --max-length 64 \
-  --pooling mean --runs 3 --name "pre-trained" --model-dir "$out/pretrained"
+  --pooling mean --runs 5 --name "pre-trained" --model-dir "$out/pretrained"
 "$cabert" finetune "${model[@]}" --tokenizer "$out/tokenizer.model" --task SST-2 --data "$data/SST-2" --lr 1e-3 \
-  --max-length 64 --pooling mean --runs 3 --name "no pre-training" --model-dir "$out/no-pretraining"
+  --max-length 64 --pooling mean --runs 5 --name "no pre-training" --model-dir "$out/no-pretraining"
 for model in pretrained no-pretraining; do
   "$cabert" evaluate --model "$out/$model/best.cabert" --data "$data/SST-2/dev.tsv" \
     -o "$out/$model/sst2-dev.metrics" --predictions "$out/$model/sst2-dev.predictions.tsv"
@@ -41,6 +41,6 @@ set +x
 echo
 # Runs repeat bit for bit on one machine, but another CPU can sum in another order: name the machine and build.
 echo "$("$cabert" --version) on $(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1) ($(nproc) cores)"
-echo "SST-2 dev accuracy, mean ± SEM over 3 fine-tuning seeds (best run):"
+echo "SST-2 dev accuracy, mean ± SEM over 5 fine-tuning seeds (best run):"
 "$cabert" evaluate --summarize "$out"/pretrained/metrics.cabert "$out"/no-pretraining/metrics.cabert \
   --aggregate mean-best
