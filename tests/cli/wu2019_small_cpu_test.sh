@@ -66,6 +66,10 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     row = [line for line in table.splitlines() if line.startswith(f"| {model}-tiny | {chosen} |")]
     check(len(row) == 1, f"{model}: no table row with its chosen point {chosen}")
     check(f"| {mean:.2f} ± {sem:.2f} |" in row[0], f"{model}: expected test BLEU {mean:.2f} ± {sem:.2f} in {row[0]}")
+    # train s: the mean of the runs' own clocks (BEST_OF_RUN seconds, carried across a resume), not time.txt's.
+    clocks = [[r["seconds"] for r in records(os.path.join(sc, "final", model, f"seed{s}", "metrics.json"))
+               if r["kind"] == "BEST_OF_RUN"][-1] for s in (1, 2)]
+    check(f"| {sum(clocks) / 2:.0f} |" in row[0], f"{model}: expected train s {sum(clocks) / 2:.0f} in {row[0]}")
     # One lr (both ends of SC_LRS) and two warm-ups: every choice is on the grid's edge, and the table says which.
     warmup = "the shortest warm-up" if "-wu5" in chosen else "the longest warm-up"
     edge = f"{model}'s point is on the grid's edge (the smallest lr, the largest lr, {warmup})"
