@@ -39,6 +39,7 @@ table = open(os.path.join(sc, "table.md")).read()
 sys.path.insert(0, os.path.join(os.environ["CABERT_SOURCE_DIR"], "tests", "cli"))
 from recipe_records import checker, records
 check = checker(table)
+all_capped = []
 
 for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     points = sorted(os.path.basename(p.rstrip("/")) for p in glob.glob(os.path.join(sc, "grid", model, "*/")))
@@ -48,6 +49,7 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     chosen = open(os.path.join(sc, "chosen", model + ".point")).read().strip()
     check(best[chosen] == max(best.values()), f"{model}: chose {chosen} of {best}")
     bleu = []
+    capped = []
     for seed in (1, 2):
         run = os.path.join(sc, "final", model, f"seed{seed}")
         scores = [r.get("score", 0.0) for r in records(os.path.join(run, "metrics.json")) if r["kind"] == "EPOCH"]
@@ -55,6 +57,8 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
         allowed = next((e for e in range(2, len(scores) + 1) if scores[e - 1] <= max(scores[:e - 1])), 3)
         check(len(scores) == allowed, f"{model} seed {seed}: {len(scores)} epochs for val BLEU {scores}")
         check(os.path.exists(os.path.join(run, "averaged.cabert")) == (len(scores) >= 2), f"{model}: averaged.cabert")
+        if len(scores) == 3 and scores[-1] > max(scores[:-1]):
+            capped.append(f"{model} seed {seed}")
         times = dict(line.split() for line in open(os.path.join(run, "time.txt")))
         check(float(times.get("cpu_seconds", 0)) > 0 and float(times["train_seconds"]) >= 0,
               f"{model} seed {seed}: time.txt {times}")  # the run's CPU seconds, from bash's times
@@ -74,6 +78,11 @@ for model in ["wu-lightconv", "wu-dynamicconv", "transformer"]:
     warmup = "the shortest warm-up" if "-wu5" in chosen else "the longest warm-up"
     edge = f"{model}'s point is on the grid's edge (the smallest lr, the largest lr, {warmup})"
     check(edge in table, f"{model}: the table lacks '{edge}'")
+    all_capped += capped
+# The runs the --epochs cap stopped while their last epoch was their best: named as not converged.
+not_converged = ("stopped them while their last epoch still had their best val BLEU): "
+                 f"{', '.join(all_capped) or 'none'}.")
+check(not_converged in table, f"the table lacks '{not_converged}'")
 EOF
 make -q -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" ||
   fail "a second make small-cpu would run again: $(make -n -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" | head)"
