@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job end to end on the sample the project ships (recipes/quickstart/data, see PROVENANCE.md):
 # train a tokenizer on 20,000 unlabelled movie-review sentences (SST-2 training rows without their labels), build
-# a pre-training corpus from them, pre-train a small composite-attention encoder (Chang et al.; E 128, H 128, 2
-# layers) for a few minutes (3,000 MLM steps of 32 x 64 tokens), fine-tune it on 2,000 labelled SST-2 sentences
+# a pre-training corpus from them, pre-train a small composite-attention encoder (Chang et al.; E 64, H 64, 2
+# layers) for a few minutes (9,000 MLM steps of 32 x 64 tokens), fine-tune it on 2,000 labelled SST-2 sentences
 # (5 seeds), fine-tune the same architecture without pre-training (5 seeds) for comparison, evaluate the best
 # model of each on SST-2 dev and print the table (mean +- SEM over the seeds, best run in brackets).
 # Outputs go to out/quickstart (CABERT_QUICKSTART_OUT). CABERT_QUICKSTART_STEPS sets the pre-training steps.
@@ -12,13 +12,13 @@ bash scripts/setup.sh
 cabert=${CABERT_BUILD_DIR:-build}/bin/cabert
 data=recipes/quickstart/data
 out=${CABERT_QUICKSTART_OUT:-out/quickstart}
-steps=${CABERT_QUICKSTART_STEPS:-3000}
+steps=${CABERT_QUICKSTART_STEPS:-9000}
 # OpenMP threads that spin while waiting crawl when anything else shares the cores (see docs/benchmarks.md).
 export OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-passive}
 rm -rf "$out"
 mkdir -p "$out"
 set -x
-model=(--preset bert-tiny-composite --set embedding_size=128 --set hidden_size=128 --set intermediate_size=512)
+model=(--preset bert-tiny-composite --set embedding_size=64 --set hidden_size=64 --set intermediate_size=256)
 "$cabert" tokenize train -i "$data/SST-2-unlabeled/sentences.txt" --vocab-size 4000 --lowercase \
   --model-prefix "$out/tokenizer"
 "$cabert" build-corpus -m "$out/tokenizer.model" -i "$data/SST-2-unlabeled/sentences.txt" --max-length 64 \
