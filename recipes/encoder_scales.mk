@@ -83,3 +83,11 @@ ifneq ($(SCALE),)
   D := $(OUT)/$(SCALE)
   CORPUS_FORMAT ?= gutenberg
 endif
+
+# `make small-cpu-save` / `make small-cpu-restore` (recipes/encoders.mk) are the small-cpu scale's unless the
+# command line names another SCALE.
+ifeq ($(SCALE),)
+.PHONY: small-cpu-save small-cpu-restore
+small-cpu-save small-cpu-restore:
+	$(MAKE) -f $(HERE)Makefile $@ SCALE=small-cpu
+endif

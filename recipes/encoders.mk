@@ -25,8 +25,10 @@
 SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 .DELETE_ON_ERROR:
-# Every target is an explicit file target, so none is an intermediate that make would delete, and a deleted one
-# is remade (no `.SECONDARY:`, under which make skips a missing file whose dependents look up to date).
+# Every target is an explicit file target, so none is an intermediate that make would delete. The corpus and the
+# pre-trained models are secondary (below): once every fine-tuning that starts from them is done, make does not
+# remake them because they are missing, so a run carried across sittings (`make small-cpu-save`) need not keep
+# them; any other deleted target is remade.
 
 export OMP_WAIT_POLICY ?= passive
 
@@ -66,9 +68,10 @@ $(D)/corpus.done: $(D)/spm.model
 
 # ---- Pre-training: the same corpus, steps, batch and learning rate for every row. ----
 # One run per row and pre-training seed, in pt/ROW/seed-S/. The newest checkpoint is copied to final.cabert once
-# the run has finished all its steps.
+# the run has finished all its steps. The corpus is order-only: remade (the same shards from the same tokenizer)
+# for a later row, it does not make the finished rows out of date.
 define PRETRAIN_RULE
-$(D)/pt/$(1)/seed-$(2)/final.cabert: $(D)/corpus.done
+$(D)/pt/$(1)/seed-$(2)/final.cabert: $(D)/spm.model | $(D)/corpus.done
 	mkdir -p $$(@D); start=$$$$SECONDS; \
 	$$(TRAIN) --seed $(2) pretrain --preset $(call row_preset,$(1)) $(foreach s,$(call row_sets,$(1)),--set $(s)) \
 	  --objective $(call row_objective,$(1)) --corpus $(D)/corpus --model-dir $$(@D) --steps $(STEPS) \
@@ -113,12 +116,18 @@ FINETUNED := $(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),$(foreach t
 PT_SEEDS_LINE = $(if $(filter 1,$(PRETRAIN_SEEDS)),One pre-training run per row (PRETRAIN_SEEDS=1): as to pre-training a smoke run; \
   ± is over the fine-tuning seeds only.,Pre-training seeds: $(PRETRAIN_SEEDS) per pre-trained row (--seed 1-$(PRETRAIN_SEEDS)); \
   ± is the SEM over them (each one's fine-tuning seeds averaged first); rows without pre-training: over the fine-tuning seeds.)
+# Minutes in the time.txt files under $(D)/$(1) (each line "STEP_seconds N").
+step_minutes = find $(D)/$(1) -name time.txt -exec cat {} + 2> /dev/null | awk '{ s += $$2 } END { printf "%.0f", s / 60 }'
 $(D)/table.md: $(FINETUNED)
 	{ echo "$(strip $(PT_SEEDS_LINE))"; echo; echo "$(TITLE)"; echo; \
 	  echo "Command: \`make -C recipes/$(notdir $(patsubst %/,%,$(HERE))) $(strip $(filter -j%,$(MAKEFLAGS)) $(SCALE) $(filter-out SCALE=%,$(MAKEOVERRIDES)))\`;" \
 	    "$$($(CABERT) --version | head -n 1);" \
-	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1)); wall time from the first" \
-	    "step to this table $$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min."; echo; \
+	    "$$(nproc) cores ($$(sed -n 's/^model name[^:]*: //p' /proc/cpuinfo | head -n 1));" \
+	    "$$(if [ -f $(D)/started ]; then echo "wall time from the first step to this table" \
+	      "$$(( ($$(date +%s) - $$(cat $(D)/started)) / 60 )) min;"; else echo "carried across sittings" \
+	      "(small-cpu-restore), so no one wall time;"; fi)" \
+	    "the steps' own times, summed over jobs and sittings: $$($(call step_minutes,pt)) min of pre-training," \
+	    "$$($(call step_minutes,ft)) min of fine-tuning."; echo; \
 	  $(CABERT) evaluate --summarize $(FINETUNED) --format markdown --aggregate mean-best; echo; \
 	  echo "| row | pre-training s (all seeds) | held-out accuracy % (ELECTRA: generator MLM, discriminator RTD; trivial: predicting \"original\" everywhere) | fine-tuning s (all tasks and seeds) |"; \
 	  echo "|---|---:|---:|---:|"; \
@@ -176,3 +185,26 @@ $(D)/hf-control.md: $(HF_RESULTS) $(HF_CABERT)
 	  $(PYTHON) $(HERE)../hf_control/table.py "transformers ($(HF_ROW))" $(HF_TASKS) -- $(HF_RESULTS); \
 	} > $@.tmp
 	mv $@.tmp $@
+
+# ---- Across sittings (machines that do not keep OUT between them), recipes/progress.mk: `make small-cpu-save`
+# packs into SC_PROGRESS the tokenizer and every finished unit, a pre-trained row's seed whose fine-tunings on all
+# TASKS are done (its pre-training's records, log and time, and the fine-tunings' records, outputs and times) or a
+# row without pre-training's finished task, but no checkpoint and not the corpus (the pre-trained models are 7-25
+# MB each: too large to commit at every sitting). A unit in flight is left out and starts over after
+# `make small-cpu-restore`; a serial make finishes the units one at a time, pre-training then its fine-tunings,
+# so a sitting's end loses at most the one in flight (-j2: two). After a restore, `make hf-control` needs HF_ROW's
+# pre-trained models again: it pre-trains them again (the same weights: runs repeat bit for bit on one machine),
+# which makes those fine-tunings out of date too; run it in the sitting that pre-trains HF_ROW's seeds.
+.SECONDARY: $(D)/corpus.done \
+  $(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),$(D)/pt/$(r)/seed-$(s)/final.cabert))
+SC_PROGRESS ?= $(HERE)results/$(SCALE)-progress.tar.gz
+SC_ROOT = $(D)
+sc_kept = find $(1) -type f \( ! -name '*.cabert' -o -name metrics.cabert \)
+SC_FILES = ls spm.model spm.vocab; \
+  for p in $(foreach r,$(PRETRAINED),$(foreach s,$(pretrain_seeds),pt/$(r)/seed-$(s))); do \
+    [ -f $$p/final.cabert ] || continue; unit=ft/$${p\#pt/}; complete=1; \
+    for t in $(TASKS); do [ -f $$unit/$$t/time.txt ] || complete=; done; \
+    [ -z "$$complete" ] || $(call sc_kept,$$p $$unit); done; \
+  for t in $(foreach r,$(RAW),$(foreach t,$(TASKS),ft/$(r)/$(t))); do \
+    [ -f $$t/time.txt ] && $(call sc_kept,$$t); done
+include $(HERE)../progress.mk

@@ -1,6 +1,7 @@
-# A long run carried across sittings on machines that do not keep OUT between them (recipes/wu2019 and
-# recipes/tay2021 `small-cpu`). `make small-cpu-save` packs the files of the finished steps into SC_PROGRESS;
-# `make small-cpu-restore` unpacks them with their times, and `make small-cpu` then runs only what is left.
+# A long run carried across sittings on machines that do not keep OUT between them (`small-cpu` of
+# recipes/wu2019, recipes/tay2021 and, through recipes/encoders.mk, recipes/chang2021 and recipes/convbert2020).
+# `make small-cpu-save` packs the files of the finished steps into SC_PROGRESS; `make small-cpu-restore` unpacks
+# them with their times, and `make small-cpu` then runs only what is left.
 # The including recipe sets, before including this file:
 #   SC_PROGRESS   the tarball (the recipe's results/small-cpu-progress.tar.gz unless the command line says)
 #   SC_ROOT       the folder the paths in the tarball are relative to

@@ -75,16 +75,50 @@ grep -Eq "^\| composite \| [0-9]+ \| MLM [0-9]+\.[0-9] \| [0-9]+ \|$" "$work/cha
 # (`table` is phony, so make -q asks about the file it prints.)
 run_make chang2021 "$work/chang2021/smoke/table.md" SCALE=smoke -q || fail "a finished make smoke is not up to date"
 
-# Interrupt the composite pre-training after its step-10 checkpoint: make resumes it (not from step 0) and redoes
-# only the composite row's fine-tuning.
+# A pre-trained model whose fine-tunings are all done is not needed any more: deleted, make remakes nothing.
 pt="$work/chang2021/smoke/pt/composite/seed-1"
-rm "$pt/final.cabert" "$pt/checkpoint-00000020.cabert"
+mv "$pt/final.cabert" "$work/composite-final.cabert"
+run_make chang2021 "$work/chang2021/smoke/table.md" SCALE=smoke -q ||
+  fail "a deleted pre-trained model whose fine-tunings are done makes make run again"
+mv "$work/composite-final.cabert" "$pt/final.cabert"
+# Interrupt the composite pre-training after its step-10 checkpoint (before its fine-tunings, which an interrupted
+# run has not reached): make resumes it (not from step 0) and redoes only the composite row's fine-tuning.
+rm -r "$pt/final.cabert" "$pt/checkpoint-00000020.cabert" "$work/chang2021/smoke/ft/composite/seed-1"
 before=$(md5sum < "$work/chang2021/smoke/ft/fixed/seed-1/SST-2/metrics.cabert")
 run_make chang2021 smoke > "$work/chang-resumed.out"
 [ -s "$pt/checkpoint-00000020.cabert" ] || fail "the resumed pre-training wrote no step-20 checkpoint"
 grep -q "resum.* step 10" "$pt/pretrain.log" || fail "pre-training did not resume from step 10: $(tail -n 5 "$pt/pretrain.log")"
 [ "$before" = "$(md5sum < "$work/chang2021/smoke/ft/fixed/seed-1/SST-2/metrics.cabert")" ] ||
   fail "resuming one row redid another row's fine-tuning"
+
+# Across sittings: with the composite row's last fine-tuning unfinished, small-cpu-save keeps the tokenizer and
+# every finished unit's records but no checkpoint, not the corpus and nothing of the unfinished unit; restored
+# elsewhere, make has only that unit left (its pre-training and fine-tunings), and the table says it was carried.
+rm "$work/chang2021/smoke/ft/composite/seed-1/${tasks##* }/time.txt"
+run_make chang2021 small-cpu-save SCALE=smoke SC_PROGRESS="$work/chang-progress.tar.gz" > /dev/null ||
+  fail "make small-cpu-save failed"
+saved=$(tar -tzf "$work/chang-progress.tar.gz")
+grep -qx "spm.model" <<< "$saved" && grep -qx "pt/fixed/seed-1/metrics.cabert" <<< "$saved" &&
+  grep -qx "ft/fixed/seed-1/SST-2/metrics.cabert" <<< "$saved" &&
+  grep -qx "ft/composite-no-pretraining/SST-2/metrics.cabert" <<< "$saved" ||
+  fail "the save lacks the tokenizer or a finished unit's records: $saved"
+checkpoints=$(grep '\.cabert$' <<< "$saved" | grep -v '/metrics\.cabert$' || true)
+[ -z "$checkpoints" ] || fail "the save holds checkpoints: $checkpoints"
+! grep -q "^corpus\|/composite/" <<< "$saved" || fail "the save holds the corpus or the unfinished unit: $saved"
+run_make chang2021 small-cpu-restore SCALE=smoke SC_PROGRESS="$work/chang-progress.tar.gz" OUT="$work/restored" \
+  > /dev/null || fail "make small-cpu-restore failed"
+left=$(run_make chang2021 -n "$work/restored/smoke/table.md" SCALE=smoke OUT="$work/restored" 2>&1)
+n_tasks=$(wc -w <<< "$tasks")
+[ "$(grep -c -- " finetune " <<< "$left")" = "$n_tasks" ] && [ "$(grep -c -- " pretrain " <<< "$left")" = 1 ] &&
+  grep -q -- "--model-dir $work/restored/smoke/pt/composite/seed-1 " <<< "$left" ||
+  fail "after the restore make would run more or less than the unfinished unit: $left"
+! grep -q -- " tokenize train " <<< "$left" || fail "after the restore make would train the tokenizer again: $left"
+run_make chang2021 smoke OUT="$work/restored" > "$work/chang-restored.out" || fail "the restored make smoke failed"
+grep -q "carried across sittings (small-cpu-restore)" "$work/restored/smoke/table.md" ||
+  fail "the restored table gives a wall time: $(sed -n 3,5p "$work/restored/smoke/table.md")"
+cmp <(sed -n '/^| model/,/^$/p' "$work/chang2021/smoke/table.md") \
+    <(sed -n '/^| model/,/^$/p' "$work/restored/smoke/table.md") ||
+  fail "the table carried across sittings differs from the one made in one"
 
 run_make convbert2020 smoke > "$work/convbert.out"
 check_table convbert2020 electra bnk-conventional bnk-dynamic bnk-sdconv
