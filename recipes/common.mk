@@ -12,3 +12,6 @@ else
   SMOKE_GLUE := $(SAMPLE)
   SMOKE_TASKS := SST-2
 endif
+
+# A comma, for make functions' arguments that hold one.
+comma := ,

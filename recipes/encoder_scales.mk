@@ -46,7 +46,12 @@ else ifeq ($(SCALE),small-cpu)
   EVAL_EVERY ?= 1000
   SAVE_EVERY ?= 500
   PRETRAIN_SEEDS ?= 3
-  SEEDS ?= 3
+  # 2 fine-tuning seeds per pre-trained model (6 runs per cell over the 3 pre-trainings) and 3 for a row without
+  # pre-training (its +- is over them alone): measured 2026-12-06 on 2 cores, -j2, a pre-training takes ~810 s and
+  # a row's fine-tuning at this protocol ~2,550 s for 3 seeds (STS-B's 10 epochs are 61% of it), so 3 seeds
+  # everywhere would be ~7.3 h; this is ~5.6 h.
+  SEEDS ?= 2
+  RAW_SEEDS ?= 3
   # The papers' fine-tuning protocol (issue 59): Chang et al. Table 5's learning rates and epochs by task (10 for
   # STS-B and RTE), sequences of 128 tokens (64 truncated many MRPC and STS-B pairs), [CLS] pooling; the departure
   # is the training examples (at most MAX_TRAIN), which the table's title gives.

@@ -14,7 +14,8 @@
 #   SIZE_SETS         `--set` flags applied to every model (the scale's model size)
 #   TASKS             GLUE tasks (directory names under $(GLUE))
 #   CORPUS, CORPUS_FORMAT, VOCAB, MAX_SENTENCES, MAX_LENGTH, STEPS, BATCH, PT_LR, WARMUP, EVAL_EVERY,
-#   SAVE_EVERY, PRETRAIN_SEEDS, SEEDS, FT_EPOCHS (empty: the task's default), FT_LR (empty: Chang et al. Table 5),
+#   SAVE_EVERY, PRETRAIN_SEEDS, SEEDS, RAW_SEEDS (rows without pre-training; default SEEDS), FT_EPOCHS (empty:
+#   the task's default), FT_LR (empty: Chang et al. Table 5),
 #   FT_BATCH, FT_MAX_LENGTH, FT_WEIGHT_DECAY (empty: finetune's 0), MAX_TRAIN (0: all), POOLING (cls or mean),
 #   DEVICE, THREADS, TITLE
 #
@@ -46,6 +47,9 @@ LAUNCH ?=
 TRAIN = $(LAUNCH) $(RUN)
 
 PRETRAIN_SEEDS ?= 1
+RAW_SEEDS ?= $(SEEDS)
+# For the TITLE: ", N without pre-training" where rows without pre-training have another number of seeds.
+raw_seeds_note = $(if $(and $(RAW),$(filter-out $(SEEDS),$(RAW_SEEDS))),$(comma) $(RAW_SEEDS) without pre-training)
 pretrain_seeds := $(shell seq 1 $(PRETRAIN_SEEDS))
 
 row_preset = $(PRESET_$(1))
@@ -95,7 +99,8 @@ FT_DIR_raw = $(D)/ft/$(1)/$(3)
 define FINETUNE_RULE
 $(call FT_DIR_$(2),$(1),,$(3),$(4))/metrics.cabert: $(call NEEDS_$(2),$(1),,,$(4))
 	mkdir -p $$(@D); start=$$$$SECONDS; \
-	$$(TRAIN) -q finetune $(call START_$(2),$(1),,,$(4)) --task $(3) --data $(GLUE)/$(3) --runs $(SEEDS) \
+	$$(TRAIN) -q finetune $(call START_$(2),$(1),,,$(4)) --task $(3) --data $(GLUE)/$(3) \
+	  --runs $(if $(filter raw,$(2)),$(RAW_SEEDS),$(SEEDS)) \
 	  $(if $(FT_EPOCHS),--epochs $(FT_EPOCHS)) $(if $(FT_LR),--lr $(FT_LR)) --batch-size $(FT_BATCH) \
 	  --max-length $(FT_MAX_LENGTH) --max-train-examples $(MAX_TRAIN) --pooling $(POOLING) --name "$(1)" \
 	  $(if $(FT_WEIGHT_DECAY),--weight-decay $(FT_WEIGHT_DECAY)) \
