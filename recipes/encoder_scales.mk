@@ -49,7 +49,7 @@ else ifeq ($(SCALE),small-cpu)
   # 2 fine-tuning seeds per pre-trained model (6 runs per cell over the 3 pre-trainings) and 3 for a row without
   # pre-training (its +- is over them alone): measured 2026-12-06 on 2 cores, -j2, a pre-training takes ~810 s and
   # a row's fine-tuning at this protocol ~2,550 s for 3 seeds (STS-B's 10 epochs are 61% of it), so 3 seeds
-  # everywhere would be ~7.3 h; this is ~5.6 h.
+  # everywhere would be ~7.3 h; this is ~5.5 h (a pre-trained row's fine-tuning with 2 seeds: 1,600-1,700 s).
   SEEDS ?= 2
   RAW_SEEDS ?= 3
   # The papers' fine-tuning protocol (issue 59): Chang et al. Table 5's learning rates and epochs by task (10 for

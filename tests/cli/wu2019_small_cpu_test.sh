@@ -89,7 +89,8 @@ make -q -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" |
 # The table's minutes for the final runs are their wall seconds (train and test) summed, not their CPU seconds.
 for t in "$sc"/final/*/seed*/time.txt; do printf 'train_seconds 600\ncpu_seconds 1150.5\ntest_seconds 60\n' > "$t"; done
 rm "$sc/table.md"
-make -s -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" > /dev/null 2>&1 || fail "remaking the table failed"
+make -s -C "$CABERT_SOURCE_DIR/recipes/wu2019" "$sc/table.md" "${settings[@]}" > /dev/null 2>&1 ||
+  fail "remaking the table failed"
 grep -q ' 66 min for the final runs and tests' "$sc/table.md" ||
   fail "expected 66 min (6 runs x 660 s) for the final runs: $(grep -o '[0-9]* min for the final' "$sc/table.md")"
 grep -q 'training had 1.92 cores busy' "$sc/table.md" ||
